@@ -1,0 +1,47 @@
+package io.coord.core;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.function.Consumer;
+import org.apache.curator.framework.api.transaction.CuratorOp;
+
+/** A granted hold on a coordination primitive, backed by one znode of this client's session. */
+public interface Lease extends AutoCloseable {
+
+    /** Full path of the znode that backs the lease. */
+    String path();
+
+    /**
+     * The znode's creation zxid. Successive holders of an exclusive primitive always see a larger token, even when
+     * the parent znode was removed and recreated in between. Pass it to the resource you protect and have it reject
+     * writes that carry a smaller token than one it has already seen.
+     */
+    long fencingToken();
+
+    LeaseState state();
+
+    /** {@code state() == HELD}. */
+    boolean isValid();
+
+    /** Completes once, with {@link LeaseState#LOST} or {@link LeaseState#RELEASED}. */
+    CompletableFuture<LeaseState> ended();
+
+    /**
+     * Calls {@code listener} with every state this lease enters after the call, on {@code executor}. A listener that
+     * throws is logged and otherwise ignored.
+     */
+    void addStateListener(Consumer<LeaseState> listener, Executor executor);
+
+    /**
+     * A transaction operation that succeeds only while the lease's znode still exists, so that a write can be made
+     * conditional on still holding: {@code client.transaction().forOperations(lease.fencedCheck(), write)}.
+     */
+    CuratorOp fencedCheck();
+
+    /**
+     * Releases the lease. Idempotent, and a no-op on a lost lease. A delete that cannot reach the server is retried
+     * in the background until it succeeds or the session ends, so no znode is left behind.
+     */
+    @Override
+    void close();
+}

@@ -1,0 +1,512 @@
+package io.coord.core.internal;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.LeasePredicate.Decision;
+import io.coord.core.SequenceNode;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.Watcher.Event.EventType;
+
+/**
+ * One contender's way through the queue: create a node, read the queue once, then wait on watches, pruning the
+ * snapshot instead of reading the children again. {@link #result} completes with the lease, with null when a
+ * try-once attempt was refused, or exceptionally; any outcome but a lease withdraws the node.
+ *
+ * <p>Each handler decides under {@link #lock} and runs its ZooKeeper calls after releasing it, so that a callback
+ * that Curator runs on the calling thread never re-enters a half-made decision.
+ */
+final class Attempt {
+    private enum Phase {
+        ENTERING,
+        WAITING,
+        DONE
+    }
+
+    private final LeaseEngine engine;
+    private final ClientContext context;
+    private final SharedPath shared;
+    private final boolean tryOnce;
+    // One protection id for the attempt's whole life: any node carrying it is ours, including those that a create
+    // replayed after connection loss left behind, and those of an earlier session.
+    private final String protectionId = UUID.randomUUID().toString();
+    private final Watcher watcher = this::watchEvent;
+    private final AtomicBoolean ended = new AtomicBoolean();
+    final CompletableFuture<LeaseImpl> result = new CompletableFuture<>();
+
+    private final ReentrantLock lock = new ReentrantLock();
+    // Guarded by lock.
+    private Phase phase = Phase.ENTERING;
+    private int generation;
+    private boolean createPending;
+    private boolean readPending;
+    private SequenceNode ourNode;
+    private long ourSession;
+    private long ourToken;
+    private SequenceNode[] earlyRead;
+    private SequenceNode[] snapshot;
+    private int ourIndex;
+    private int staleHits;
+    private boolean troubled;
+    private final Set<String> pruned = new HashSet<>();
+    private final Set<String> watching = new HashSet<>();
+
+    Attempt(LeaseEngine engine, ClientContext context, boolean tryOnce) {
+        this.engine = engine;
+        this.context = context;
+        this.shared = context.join(engine.path());
+        this.tryOnce = tryOnce;
+        result.whenComplete((lease, error) -> {
+            if (lease == null) {
+                withdraw();
+            }
+            end();
+        });
+    }
+
+    String path() {
+        return engine.path();
+    }
+
+    void start() {
+        context.track(this);
+        act(todo -> {
+            if (phase != Phase.DONE) {
+                enter(todo);
+            }
+        });
+    }
+
+    void fail(RuntimeException error) {
+        result.completeExceptionally(error);
+    }
+
+    /** The session died: its node is gone, or going, and its watches with it. Queue again on the next session. */
+    void sessionLost() {
+        act(todo -> {
+            if (phase != Phase.DONE) {
+                troubled = true;
+                watching.clear();
+                if (tryOnce) {
+                    finish(null, todo);
+                } else {
+                    enter(todo);
+                }
+            }
+        });
+    }
+
+    // ---- entering ----
+
+    private void enter(List<Runnable> todo) {
+        if (ourNode != null) {
+            String stale = full(ourNode.name());
+            todo.add(() -> context.deleteQuietly(stale));
+        }
+        int gen = ++generation;
+        phase = Phase.ENTERING;
+        ourNode = null;
+        earlyRead = null;
+        snapshot = null;
+        staleHits = 0;
+        removeWatches(todo);
+        createPending = true;
+        readPending = true;
+        todo.add(() -> create(gen));
+        // Pipelined: the read goes out right behind the create, so entering costs one round trip.
+        todo.add(() -> read(gen, false));
+    }
+
+    private void create(int gen) {
+        try {
+            context.client()
+                    .create()
+                    .creatingParentContainersIfNeeded()
+                    .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                    .inBackground((c, event) -> created(gen, event))
+                    .forPath(full("_c_" + protectionId + "-" + engine.prefix()), engine.nodeData());
+        } catch (Exception e) {
+            act(todo -> failWith(e, todo));
+        }
+    }
+
+    private void created(int gen, CuratorEvent event) {
+        act(todo -> {
+            KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+            if (gen != generation) {
+                if (rc == KeeperException.Code.OK) {
+                    // A create we no longer want (withdrawn, or replayed after we moved on): remove what it made.
+                    String made = event.getName();
+                    todo.add(() -> context.deleteQuietly(made));
+                }
+                return;
+            }
+            createPending = false;
+            if (rc == KeeperException.Code.OK) {
+                ourNode = SequenceNode.parse(ZKPaths.getNodeFromPath(event.getName()))
+                        .orElseThrow(() -> new IllegalStateException("not a sequence node: " + event.getName()));
+                ourSession = event.getStat().getEphemeralOwner();
+                ourToken = event.getStat().getCzxid();
+                if (earlyRead != null) {
+                    SequenceNode[] read = earlyRead;
+                    earlyRead = null;
+                    snapshot(read, false, todo);
+                } else if (!readPending) {
+                    requestRead(todo);
+                }
+            } else if (isRetryable(rc)) {
+                troubled = true;
+                retry(gen, todo, t -> enter(t));
+            } else {
+                failWith(KeeperException.create(rc, engine.path()), todo);
+            }
+        });
+    }
+
+    // ---- reading ----
+
+    /** A read sent after our create completed: if our node is missing from it, the node is gone. */
+    private void requestRead(List<Runnable> todo) {
+        readPending = true;
+        int gen = generation;
+        todo.add(() -> read(gen, true));
+    }
+
+    private void read(int gen, boolean authoritative) {
+        shared.read()
+                .whenComplete((nodes, error) -> act(todo -> {
+                    if (gen != generation || phase == Phase.DONE) {
+                        return;
+                    }
+                    readPending = false;
+                    if (error != null) {
+                        readFailed(gen, unwrap(error), todo);
+                    } else if (ourNode == null) {
+                        if (createPending) {
+                            earlyRead = nodes; // the create's reply is still on its way
+                        }
+                    } else {
+                        snapshot(nodes, authoritative, todo);
+                    }
+                }));
+    }
+
+    private void readFailed(int gen, Throwable error, List<Runnable> todo) {
+        if (error instanceof KeeperException ke && isRetryable(ke.code())) {
+            troubled = true;
+            if (!createPending) {
+                retry(gen, todo, t -> {
+                    if (!readPending) {
+                        requestRead(t);
+                    }
+                });
+            }
+        } else {
+            failWith(error, todo);
+        }
+    }
+
+    private void snapshot(SequenceNode[] nodes, boolean authoritative, List<Runnable> todo) {
+        int index = Arrays.binarySearch(nodes, ourNode);
+        if (index < 0) {
+            if (authoritative) {
+                enter(todo); // our node is gone: its session died or somebody deleted it
+            } else {
+                requestRead(todo); // the read overtook our create (a retry or a parent just created)
+            }
+            return;
+        }
+        snapshot = nodes;
+        ourIndex = index;
+        staleHits = 0;
+        evaluate(todo);
+    }
+
+    // ---- deciding ----
+
+    private void evaluate(List<Runnable> todo) {
+        if (phase == Phase.DONE || snapshot == null || readPending) {
+            return;
+        }
+        List<SequenceNode> queue = livePrefix(todo);
+        Decision decision = engine.predicate().evaluate(queue, queue.size() - 1);
+        if (decision.granted()) {
+            grant(todo);
+            return;
+        }
+        if (tryOnce) {
+            finish(null, todo);
+            return;
+        }
+        phase = Phase.WAITING;
+        boolean strayFound = false;
+        for (SequenceNode node : decision.watch()) {
+            if (isOurs(node)) {
+                strayFound |= dropStray(node, todo);
+            } else if (watching.add(node.name())) {
+                int gen = generation;
+                todo.add(() -> watch(gen, node));
+            }
+        }
+        if (strayFound) {
+            evaluate(todo);
+        }
+    }
+
+    /**
+     * Our predecessors from the snapshot less every node known to be gone, then our node. Predecessors can only
+     * leave after the snapshot was read, never join, so this stays a superset of the live ones, and each predicate
+     * that grants on a superset grants on the real queue too.
+     */
+    private List<SequenceNode> livePrefix(List<Runnable> todo) {
+        if (pruned.isEmpty() && !troubled && !shared.hasKnownDeletions()) {
+            return Arrays.asList(snapshot).subList(0, ourIndex + 1);
+        }
+        List<SequenceNode> live = new ArrayList<>(ourIndex + 1);
+        for (int i = 0; i < ourIndex; i++) {
+            SequenceNode node = snapshot[i];
+            if (pruned.contains(node.name()) || shared.isKnownDeleted(node)) {
+                continue;
+            }
+            if (troubled && isOurs(node)) {
+                dropStray(node, todo);
+                continue;
+            }
+            live.add(node);
+        }
+        live.add(ourNode);
+        return live;
+    }
+
+    private boolean dropStray(SequenceNode node, List<Runnable> todo) {
+        if (!pruned.add(node.name())) {
+            return false;
+        }
+        String stray = full(node.name());
+        todo.add(() -> context.deleteQuietly(stray));
+        return true;
+    }
+
+    private void grant(List<Runnable> todo) {
+        LeaseImpl lease = context.newLease(full(ourNode.name()), ourToken, ourSession);
+        if (lease == null) {
+            enter(todo); // the node belongs to a session that is no longer ours: it is dead or dying
+            return;
+        }
+        finish(lease, todo);
+    }
+
+    private void finish(LeaseImpl lease, List<Runnable> todo) {
+        phase = Phase.DONE;
+        removeWatches(todo);
+        todo.add(() -> {
+            if (!result.complete(lease) && lease != null) {
+                lease.close(); // withdrawn while the grant was being made
+            }
+        });
+    }
+
+    // ---- waiting ----
+
+    private void watch(int gen, SequenceNode node) {
+        try {
+            // getData, not exists: exists on a missing node leaves a watch behind.
+            context.client()
+                    .getData()
+                    .usingWatcher(watcher)
+                    .inBackground((c, event) -> watchSet(gen, node, event))
+                    .forPath(full(node.name()));
+        } catch (Exception e) {
+            act(todo -> failWith(e, todo));
+        }
+    }
+
+    private void watchSet(int gen, SequenceNode node, CuratorEvent event) {
+        act(todo -> {
+            if (gen != generation || phase == Phase.DONE) {
+                return;
+            }
+            KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+            switch (rc) {
+                case OK -> {} // wait for the watch to fire
+                case NONODE -> {
+                    watching.remove(node.name());
+                    prune(node);
+                    // One gone node is a race with its owner; a second means the snapshot is stale, and one read
+                    // is cheaper than walking it a node at a time.
+                    if (++staleHits > 1) {
+                        requestRead(todo);
+                    } else {
+                        evaluate(todo);
+                    }
+                }
+                default -> {
+                    watching.remove(node.name());
+                    if (isRetryable(rc)) {
+                        troubled = true;
+                        retry(gen, todo, t -> {
+                            if (!readPending) {
+                                requestRead(t);
+                            }
+                        });
+                    } else {
+                        failWith(KeeperException.create(rc, full(node.name())), todo);
+                    }
+                }
+            }
+        });
+    }
+
+    private void watchEvent(WatchedEvent event) {
+        if (event.getType() == EventType.None || event.getPath() == null) {
+            return; // connection changes reach us through the client's state listener
+        }
+        act(todo -> {
+            String name = ZKPaths.getNodeFromPath(event.getPath());
+            watching.remove(name);
+            if (event.getType() == EventType.NodeDeleted) {
+                SequenceNode.parse(name).ifPresent(this::prune);
+            }
+            if (phase == Phase.WAITING) {
+                evaluate(todo); // re-watches if the event was not a deletion
+            }
+        });
+    }
+
+    private void prune(SequenceNode node) {
+        pruned.add(node.name());
+        shared.noteDeleted(node);
+    }
+
+    // ---- leaving ----
+
+    /** Deletes whatever this attempt created. Runs once the result is anything but a lease. */
+    private void withdraw() {
+        act(todo -> {
+            phase = Phase.DONE;
+            generation++; // a create still in flight now finds itself stale and deletes what it made
+            removeWatches(todo);
+            if (ourNode != null) {
+                String mine = full(ourNode.name());
+                todo.add(() -> context.deleteGuaranteed(mine));
+            }
+            if (troubled) {
+                todo.add(this::sweep);
+            }
+        });
+    }
+
+    /** After connection trouble, a replayed create may have left more nodes with our id: find and delete them. */
+    private void sweep() {
+        try {
+            context.client()
+                    .getChildren()
+                    .inBackground((c, event) -> {
+                        if (event.getChildren() != null) {
+                            event.getChildren().stream()
+                                    .filter(name -> name.startsWith("_c_" + protectionId + "-"))
+                                    .forEach(name -> context.deleteGuaranteed(full(name)));
+                        }
+                    })
+                    .forPath(engine.path());
+        } catch (Exception e) {
+            // The client is closed, and the session's end deletes the nodes.
+        }
+    }
+
+    private void end() {
+        if (ended.compareAndSet(false, true)) {
+            context.untrack(this);
+            context.leave(shared);
+        }
+    }
+
+    private void removeWatches(List<Runnable> todo) {
+        for (String name : watching) {
+            String path = full(name);
+            todo.add(() -> {
+                try {
+                    context.client()
+                            .watchers()
+                            .remove(watcher)
+                            .ofType(Watcher.WatcherType.Data)
+                            .quietly()
+                            .inBackground()
+                            .forPath(path);
+                } catch (Exception e) {
+                    // The watch dies with the connection.
+                }
+            });
+        }
+        watching.clear();
+    }
+
+    // ---- plumbing ----
+
+    private void retry(int gen, List<Runnable> todo, Consumer<List<Runnable>> step) {
+        if (tryOnce) {
+            finish(null, todo);
+            return;
+        }
+        todo.add(() -> context.whenConnected(() -> act(t -> {
+            if (gen == generation && phase != Phase.DONE) {
+                step.accept(t);
+            }
+        })));
+    }
+
+    private void failWith(Throwable cause, List<Runnable> todo) {
+        phase = Phase.DONE;
+        RuntimeException error = context.client().getState() == CuratorFrameworkState.STOPPED
+                ? ClientContext.closedError(engine.path())
+                : new CoordinationException("ZooKeeper refused a request for " + engine.path() + ": " + cause, cause);
+        todo.add(() -> result.completeExceptionally(error));
+    }
+
+    private void act(Consumer<List<Runnable>> step) {
+        List<Runnable> todo = new ArrayList<>(2);
+        lock.lock();
+        try {
+            step.accept(todo);
+        } finally {
+            lock.unlock();
+        }
+        todo.forEach(Runnable::run);
+    }
+
+    private boolean isOurs(SequenceNode node) {
+        return node.protectionId().filter(protectionId::equals).isPresent();
+    }
+
+    private String full(String child) {
+        return ZKPaths.makePath(engine.path(), child);
+    }
+
+    private static boolean isRetryable(KeeperException.Code rc) {
+        return rc == KeeperException.Code.CONNECTIONLOSS
+                || rc == KeeperException.Code.OPERATIONTIMEOUT
+                || rc == KeeperException.Code.SESSIONEXPIRED
+                || rc == KeeperException.Code.SESSIONMOVED
+                // A parent container can be reaped between Curator creating it and our create.
+                || rc == KeeperException.Code.NONODE;
+    }
+
+    private static Throwable unwrap(Throwable error) {
+        return error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+    }
+}

@@ -1,0 +1,148 @@
+package io.coord.core.internal;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.Lease;
+import io.coord.core.LeasePredicate;
+import io.coord.core.Participant;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
+
+/**
+ * A queue of EPHEMERAL_SEQUENTIAL znodes under one path, granted by a {@link LeasePredicate}. Every primitive is one
+ * engine with its own node prefix and predicate.
+ */
+public final class LeaseEngine {
+    private final CuratorFramework client;
+    private final String path;
+    private final String prefix;
+    private final LeasePredicate predicate;
+    private final byte[] nodeData;
+
+    /** Checks its arguments and does no I/O. */
+    public LeaseEngine(CuratorFramework client, String path, String prefix, LeasePredicate predicate, byte[] nodeData) {
+        this.client = Arguments.client(client);
+        this.path = Arguments.path(path);
+        this.prefix = Objects.requireNonNull(prefix, "prefix");
+        this.predicate = Objects.requireNonNull(predicate, "predicate");
+        this.nodeData = Objects.requireNonNull(nodeData, "nodeData").clone();
+    }
+
+    public String path() {
+        return path;
+    }
+
+    public CuratorFramework client() {
+        return client;
+    }
+
+    String prefix() {
+        return prefix;
+    }
+
+    LeasePredicate predicate() {
+        return predicate;
+    }
+
+    byte[] nodeData() {
+        return nodeData;
+    }
+
+    /**
+     * Queues without parking a thread. The future completes on coord's callback thread, never ZooKeeper's event
+     * thread. Cancelling it, or completing it from outside, withdraws the request and deletes its znode.
+     */
+    public CompletableFuture<Lease> acquireAsync() {
+        Attempt attempt = start(false);
+        CompletableFuture<Lease> future = new CompletableFuture<>();
+        ClientContext context = ClientContext.of(client);
+        attempt.result.whenComplete((lease, error) -> context.callbacks().execute(() -> {
+            if (error != null) {
+                future.completeExceptionally(error);
+            } else if (!future.complete(lease)) {
+                lease.close(); // the caller gave up first
+            }
+        }));
+        future.whenComplete((lease, error) -> {
+            if (error != null) {
+                attempt.result.cancel(false);
+            }
+        });
+        return future;
+    }
+
+    /**
+     * Blocks until granted. With a timeout, returns null when it runs out; {@link Duration#ZERO} looks at the queue
+     * once. A null timeout waits for ever.
+     */
+    public Lease acquire(Duration timeout) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException("interrupted before acquiring " + path);
+        }
+        boolean tryOnce = timeout != null && timeout.isZero();
+        Attempt attempt = start(tryOnce);
+        try {
+            return timeout == null || tryOnce
+                    ? attempt.result.get()
+                    : attempt.result.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            return cancelOrTake(attempt);
+        } catch (InterruptedException e) {
+            LeaseImpl granted = cancelOrTake(attempt);
+            if (granted != null) {
+                granted.close();
+            }
+            throw e;
+        } catch (ExecutionException e) {
+            throw rethrow(e.getCause());
+        }
+    }
+
+    public List<Participant> participants() {
+        return Participants.read(client, path);
+    }
+
+    private Attempt start(boolean tryOnce) {
+        CuratorFrameworkState state = client.getState();
+        if (state == CuratorFrameworkState.LATENT) {
+            throw new IllegalStateException("the client must be started before acquiring " + path);
+        }
+        if (state == CuratorFrameworkState.STOPPED) {
+            throw ClientContext.closedError(path);
+        }
+        Attempt attempt = new Attempt(this, ClientContext.of(client), tryOnce);
+        attempt.start();
+        return attempt;
+    }
+
+    /** Withdraws the attempt, unless it was granted in the meantime: then the lease is the caller's. */
+    private static LeaseImpl cancelOrTake(Attempt attempt) {
+        if (attempt.result.cancel(false)) {
+            return null;
+        }
+        try {
+            return attempt.result.join();
+        } catch (CancellationException e) {
+            return null;
+        } catch (RuntimeException e) {
+            throw rethrow(e.getCause() == null ? e : e.getCause());
+        }
+    }
+
+    private static RuntimeException rethrow(Throwable cause) {
+        if (cause instanceof RuntimeException re) {
+            return re;
+        }
+        if (cause instanceof Error error) {
+            throw error;
+        }
+        return new CoordinationException("acquisition failed: " + cause, cause);
+    }
+}

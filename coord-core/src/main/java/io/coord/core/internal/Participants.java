@@ -1,0 +1,67 @@
+package io.coord.core.internal;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.Participant;
+import io.coord.core.SequenceNode;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import org.apache.curator.RetryLoop;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.Op;
+import org.apache.zookeeper.OpResult;
+
+/** Lists a queue's holders and waiters: one children read, then every node's data in one read-only multi. */
+public final class Participants {
+    private Participants() {}
+
+    public static List<Participant> read(CuratorFramework client, String path) {
+        try {
+            return RetryLoop.callWithRetry(client.getZookeeperClient(), () -> readOnce(client, path));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CoordinationException("interrupted while listing participants of " + path, e);
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new CoordinationException("cannot list participants of " + path + ": " + e, e);
+        }
+    }
+
+    private static List<Participant> readOnce(CuratorFramework client, String path) throws Exception {
+        List<String> children;
+        try {
+            children = client.getChildren().forPath(path);
+        } catch (KeeperException.NoNodeException e) {
+            return List.of();
+        }
+        List<SequenceNode> nodes = children.stream()
+                .map(SequenceNode::parse)
+                .flatMap(Optional::stream)
+                .sorted(Comparator.naturalOrder())
+                .toList();
+        if (nodes.isEmpty()) {
+            return List.of();
+        }
+        String base = ZKPaths.fixForNamespace(client.getNamespace(), path);
+        List<Op> reads = nodes.stream()
+                .map(n -> Op.getData(ZKPaths.makePath(base, n.name())))
+                .toList();
+        List<OpResult> results = client.getZookeeperClient().getZooKeeper().multi(reads);
+        List<Participant> participants = new ArrayList<>(nodes.size());
+        for (int i = 0; i < nodes.size(); i++) {
+            // A node that left between the two reads is no longer a participant.
+            if (results.get(i) instanceof OpResult.GetDataResult data) {
+                byte[] bytes = data.getData();
+                String id = bytes == null ? "" : new String(bytes, StandardCharsets.UTF_8);
+                SequenceNode node = nodes.get(i);
+                participants.add(new Participant(id, node.name(), node.sequence()));
+            }
+        }
+        return List.copyOf(participants);
+    }
+}
