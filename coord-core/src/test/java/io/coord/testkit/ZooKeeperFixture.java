@@ -1,0 +1,172 @@
+package io.coord.testkit;
+
+import static org.awaitility.Awaitility.await;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.test.TestingServer;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.client.FourLetterWordMain;
+
+/**
+ * An embedded ZooKeeper for tests, with short sessions, clients that are closed for you, real session expiry, and
+ * leak checks. One per test class: {@code @BeforeAll start()}, {@code @AfterEach closeClients()}, {@code @AfterAll
+ * close()}.
+ */
+public final class ZooKeeperFixture {
+    public static final Duration SESSION_TIMEOUT = Duration.ofSeconds(4);
+    private static final Pattern TOTAL_WATCHES = Pattern.compile("Total watches:(\\d+)");
+    private static final AtomicInteger PATHS = new AtomicInteger();
+
+    private final TestingServer server;
+    private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
+    private volatile boolean stopped;
+
+    private ZooKeeperFixture(TestingServer server) {
+        this.server = server;
+    }
+
+    public static ZooKeeperFixture start() throws Exception {
+        return new ZooKeeperFixture(new TestingServer(true));
+    }
+
+    public String connectString() {
+        return server.getConnectString();
+    }
+
+    /** A fresh path per call, so tests in one class never share znodes. */
+    public static String uniquePath(String name) {
+        return "/test/" + name + "-" + PATHS.incrementAndGet();
+    }
+
+    /** A started, connected client that is closed after the test. */
+    public CuratorFramework newClient() throws InterruptedException {
+        return newClient(null);
+    }
+
+    public CuratorFramework newClient(RequestCounter counter) throws InterruptedException {
+        CuratorFramework client = unstartedClient();
+        if (counter != null) {
+            client.getZookeeperClient().setTracerDriver(counter);
+        }
+        client.start();
+        if (!client.blockUntilConnected(10, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("could not connect to " + connectString());
+        }
+        return client;
+    }
+
+    public CuratorFramework unstartedClient() {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connectString())
+                .sessionTimeoutMs((int) SESSION_TIMEOUT.toMillis())
+                .connectionTimeoutMs(2_000)
+                .retryPolicy(new RetryNTimes(20, 100))
+                .ensembleTracker(false) // it keeps a config watch that would hide leaked ones
+                .build();
+        clients.add(client);
+        return client;
+    }
+
+    /** Expires the client's session on the server, as a long partition would: its ephemeral nodes are deleted. */
+    public void expireSession(CuratorFramework client) throws Exception {
+        ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+        CountDownLatch connected = new CountDownLatch(1);
+        Watcher watcher = e -> {
+            if (e.getState() == Watcher.Event.KeeperState.SyncConnected) {
+                connected.countDown();
+            }
+        };
+        // A second handle on the same session takes it over; closing that handle ends the session for good.
+        ZooKeeper twin = new ZooKeeper(
+                connectString(), (int) SESSION_TIMEOUT.toMillis(), watcher, zk.getSessionId(), zk.getSessionPasswd());
+        try {
+            if (!connected.await(10, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("could not take over session " + zk.getSessionId());
+            }
+        } finally {
+            twin.close();
+        }
+    }
+
+    /** Stops the server; {@link #restartServer()} brings it back with its data and sessions. */
+    public void stopServer() throws IOException {
+        stopped = true;
+        server.stop();
+    }
+
+    public void restartServer() throws Exception {
+        server.restart();
+        stopped = false;
+    }
+
+    /** The server's count of watches held by all sessions. */
+    public int watchCount() throws IOException {
+        return watchCount(connectString());
+    }
+
+    /** The count of watches that the servers of {@code connectString} hold, summed. */
+    public static int watchCount(String connectString) throws IOException {
+        int total = 0;
+        for (String hostPort : connectString.split(",")) {
+            int colon = hostPort.lastIndexOf(':');
+            InetSocketAddress address = new InetSocketAddress(
+                    hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
+            String reply;
+            try {
+                reply = FourLetterWordMain.send4LetterWord(address.getHostString(), address.getPort(), "wchs");
+            } catch (Exception e) {
+                continue; // a stopped server holds no watches
+            }
+            Matcher m = TOTAL_WATCHES.matcher(reply);
+            if (!m.find()) {
+                throw new IllegalStateException("unexpected wchs reply: " + reply);
+            }
+            total += Integer.parseInt(m.group(1));
+        }
+        return total;
+    }
+
+    /** Waits until {@code path} has no children and the server holds no watches. */
+    public void assertNoLeaks(String path) throws Exception {
+        CuratorFramework reader = clients.stream()
+                .filter(c -> c.getZookeeperClient().isConnected())
+                .findFirst()
+                .orElse(null);
+        if (reader == null) {
+            reader = newClient();
+        }
+        CuratorFramework r = reader;
+        await("no znodes left under " + path)
+                .atMost(Duration.ofSeconds(15))
+                .until(() -> r.checkExists().forPath(path) == null
+                        || r.getChildren().forPath(path).isEmpty());
+        await("no watches left on the server").atMost(Duration.ofSeconds(15)).until(() -> watchCount() == 0);
+    }
+
+    /** Closes the test's clients, and brings the server back if the test left it stopped. */
+    public void closeClients() throws Exception {
+        clients.forEach(CuratorFramework::close);
+        clients.clear();
+        if (stopped) {
+            restartServer();
+        }
+    }
+
+    public void close() throws Exception {
+        closeClients();
+        server.close();
+    }
+}

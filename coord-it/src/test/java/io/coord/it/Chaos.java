@@ -1,0 +1,117 @@
+package io.coord.it;
+
+import static org.awaitility.Awaitility.await;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.test.InstanceSpec;
+
+/**
+ * Faults at random, one at a time, until stopped: it kills a server and restarts it (never two down, so the quorum
+ * survives), expires a client's session on the servers, or makes a client believe its session expired.
+ */
+final class Chaos implements Runnable {
+    private final ClusterFixture cluster;
+    private final List<CuratorFramework> clients;
+    private final Timeline timeline;
+    private final Random random;
+    private final CountDownLatch stop = new CountDownLatch(1);
+    private final AtomicInteger kills = new AtomicInteger();
+    private final AtomicInteger serverExpiries = new AtomicInteger();
+    private final AtomicInteger clientExpiries = new AtomicInteger();
+
+    Chaos(ClusterFixture cluster, List<CuratorFramework> clients, Timeline timeline, long seed) {
+        this.cluster = cluster;
+        this.clients = List.copyOf(clients);
+        this.timeline = timeline;
+        this.random = new Random(seed);
+    }
+
+    void stop() {
+        stop.countDown();
+    }
+
+    int kills() {
+        return kills.get();
+    }
+
+    int serverExpiries() {
+        return serverExpiries.get();
+    }
+
+    int clientExpiries() {
+        return clientExpiries.get();
+    }
+
+    @Override
+    public void run() {
+        try {
+            // The first three rounds try each fault once, so that a short run still sees all of them.
+            for (int round = 0; !pause(300, 1_200); round++) {
+                switch (round < 3 ? round : random.nextInt(3)) {
+                    case 0 -> killAndRestartServer();
+                    case 1 -> expireOnServers(pickClient());
+                    default -> expireOnClient(pickClient());
+                }
+            }
+        } catch (Exception e) {
+            throw new IllegalStateException("chaos failed", e);
+        }
+    }
+
+    private void killAndRestartServer() throws Exception {
+        InstanceSpec spec = cluster.instances().get(random.nextInt(cluster.instances().size()));
+        timeline.add("chaos: kill server " + spec.getServerId() + " at " + spec.getConnectString());
+        cluster.killServer(spec);
+        kills.incrementAndGet();
+        pause(500, 2_500); // restarted even when stopped meanwhile: a run never ends with a server down
+        timeline.add("chaos: restart server " + spec.getServerId());
+        cluster.restartServer(spec);
+        timeline.add("chaos: server " + spec.getServerId() + " serves again");
+    }
+
+    private void expireOnServers(int index) throws Exception {
+        CuratorFramework client = awaitConnected(index);
+        long session = cluster.expireSession(client);
+        timeline.add("chaos: expired session 0x" + Long.toHexString(session) + " of client-" + index + " on the servers");
+        // Counted only once the client is on a new session, which proves the old one really ended.
+        await("client-" + index + " on a new session")
+                .atMost(Duration.ofSeconds(20))
+                .until(() -> {
+                    long now = ClusterFixture.sessionId(client);
+                    return now != 0 && now != session && client.getZookeeperClient().isConnected();
+                });
+        timeline.add("chaos: client-" + index + " is on session 0x" + Long.toHexString(ClusterFixture.sessionId(client)));
+        serverExpiries.incrementAndGet();
+    }
+
+    private void expireOnClient(int index) throws Exception {
+        CuratorFramework client = awaitConnected(index);
+        long session = ClusterFixture.sessionId(client);
+        timeline.add("chaos: client-" + index + " is told session 0x" + Long.toHexString(session) + " expired");
+        cluster.expireSessionOnClient(client);
+        clientExpiries.incrementAndGet();
+    }
+
+    private int pickClient() {
+        return random.nextInt(clients.size());
+    }
+
+    private CuratorFramework awaitConnected(int index) {
+        CuratorFramework client = clients.get(index);
+        await("client-" + index + " connected")
+                .atMost(Duration.ofSeconds(20))
+                .until(() -> client.getZookeeperClient().isConnected() && ClusterFixture.sessionId(client) != 0);
+        return client;
+    }
+
+    /** Waits a random time in the range; true if the run was stopped meanwhile. */
+    private boolean pause(int minMillis, int maxMillis) throws InterruptedException {
+        return stop.await(minMillis + random.nextInt(maxMillis - minMillis), TimeUnit.MILLISECONDS);
+    }
+}

@@ -1,0 +1,183 @@
+package io.coord.it;
+
+import static org.awaitility.Awaitility.await;
+
+import io.coord.testkit.ZooKeeperFixture;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.test.InstanceSpec;
+import org.apache.curator.test.TestingCluster;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.client.FourLetterWordMain;
+
+/**
+ * A 3-node embedded ensemble for fault tests: clients with short sessions that are closed for you, servers that can
+ * be killed and restarted one at a time, real server-side session expiry, and leak checks. One per test class.
+ */
+final class ClusterFixture implements AutoCloseable {
+    static final Duration SESSION_TIMEOUT = Duration.ofSeconds(4);
+    // A 1 s tick lets the servers grant the 4 s session (the minimum is two ticks) and notice dead peers quickly.
+    private static final int TICK_MS = 1_000;
+    private static final Duration SERVER_READY = Duration.ofSeconds(30);
+
+    private final TestingCluster cluster;
+    private final List<InstanceSpec> instances;
+    private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
+
+    private ClusterFixture(TestingCluster cluster, List<InstanceSpec> instances) {
+        this.cluster = cluster;
+        this.instances = instances;
+    }
+
+    static ClusterFixture start() throws Exception {
+        List<InstanceSpec> specs = new ArrayList<>();
+        for (int id = 1; id <= 3; id++) {
+            specs.add(new InstanceSpec(null, -1, -1, -1, true, id, TICK_MS, -1));
+        }
+        TestingCluster cluster = new TestingCluster(specs);
+        cluster.start();
+        ClusterFixture fixture = new ClusterFixture(cluster, List.copyOf(specs));
+        for (InstanceSpec spec : specs) {
+            fixture.awaitServing(spec);
+        }
+        return fixture;
+    }
+
+    String connectString() {
+        return cluster.getConnectString();
+    }
+
+    List<InstanceSpec> instances() {
+        return instances;
+    }
+
+    /** A started, connected client that is closed by {@link #closeClients()}. */
+    CuratorFramework newClient() throws InterruptedException {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connectString())
+                .sessionTimeoutMs((int) SESSION_TIMEOUT.toMillis())
+                .connectionTimeoutMs(2_000)
+                .retryPolicy(new RetryNTimes(20, 100))
+                .ensembleTracker(false) // it keeps a config watch that would hide leaked ones
+                .build();
+        clients.add(client);
+        client.start();
+        if (!client.blockUntilConnected(15, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("could not connect to " + connectString());
+        }
+        return client;
+    }
+
+    /** Stops one server abruptly; its clients move to the others. */
+    void killServer(InstanceSpec spec) throws Exception {
+        if (!cluster.killServer(spec)) {
+            throw new IllegalStateException("no running server " + spec.getConnectString());
+        }
+    }
+
+    /** Starts a killed server again and waits until it has rejoined the quorum and serves clients. */
+    void restartServer(InstanceSpec spec) throws Exception {
+        if (!cluster.restartServer(spec)) {
+            throw new IllegalStateException("no server " + spec.getConnectString());
+        }
+        awaitServing(spec);
+    }
+
+    /** The current session id of the client's ZooKeeper handle, 0 while it has none. */
+    static long sessionId(CuratorFramework client) {
+        try {
+            return client.getZookeeperClient().getZooKeeper().getSessionId();
+        } catch (Exception e) {
+            return 0;
+        }
+    }
+
+    /**
+     * Expires the client's session on the servers, as a long partition would: its ephemeral nodes are deleted and
+     * the other clients are told so before this client learns of it. Returns the id of the session it ended.
+     */
+    long expireSession(CuratorFramework client) throws Exception {
+        ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+        long sessionId = zk.getSessionId();
+        CountDownLatch connected = new CountDownLatch(1);
+        Watcher watcher = e -> {
+            if (e.getState() == Watcher.Event.KeeperState.SyncConnected) {
+                connected.countDown();
+            }
+        };
+        // A second handle on the same session takes it over; closing that handle ends the session for good.
+        ZooKeeper twin = new ZooKeeper(
+                connectString(), (int) SESSION_TIMEOUT.toMillis(), watcher, sessionId, zk.getSessionPasswd());
+        try {
+            if (!connected.await(15, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("could not take over session 0x" + Long.toHexString(sessionId));
+            }
+        } finally {
+            twin.close();
+        }
+        return sessionId;
+    }
+
+    /**
+     * Makes the client believe its session expired, as Curator does after a long disconnection: it drops the
+     * connection without telling the servers, which expire the old session only when its timeout runs out.
+     */
+    void expireSessionOnClient(CuratorFramework client) throws Exception {
+        client.getZookeeperClient().getZooKeeper().getTestable().injectSessionExpiration();
+    }
+
+    /** The watches that the running servers hold, summed. */
+    int watchCount() throws IOException {
+        return ZooKeeperFixture.watchCount(connectString());
+    }
+
+    /** Waits until {@code path} has no children and the servers hold no watches, reading through {@code reader}. */
+    void assertNoLeaks(CuratorFramework reader, String path) {
+        await("no znodes left under " + path)
+                .atMost(Duration.ofSeconds(20))
+                .until(() -> reader.checkExists().forPath(path) == null
+                        || reader.getChildren().forPath(path).isEmpty());
+        await("no watches left on the servers").atMost(Duration.ofSeconds(20)).until(() -> watchCount() == 0);
+    }
+
+    /** Closes every client, then checks with a fresh one that nothing is left under {@code path}. */
+    void closeClientsAndAssertNoLeaks(String path) throws InterruptedException {
+        closeClients();
+        CuratorFramework reader = newClient();
+        try {
+            assertNoLeaks(reader, path);
+        } finally {
+            closeClients();
+        }
+    }
+
+    void closeClients() {
+        clients.forEach(CuratorFramework::close);
+        clients.clear();
+    }
+
+    @Override
+    public void close() throws IOException {
+        closeClients();
+        cluster.close();
+    }
+
+    private void awaitServing(InstanceSpec spec) {
+        // "srvr" names the server's mode only once it is part of a quorum that serves requests.
+        await("server " + spec.getConnectString() + " serving")
+                .atMost(SERVER_READY)
+                .pollInterval(Duration.ofMillis(100))
+                .ignoreExceptions()
+                .until(() -> FourLetterWordMain.send4LetterWord(spec.getHostname(), spec.getPort(), "srvr")
+                        .contains("Mode: "));
+    }
+}

@@ -1,0 +1,229 @@
+package io.coord.mutex;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.testkit.ZooKeeperFixture;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.KeeperException;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Session expiry, connection loss, closed clients and fencing, against one embedded server. */
+@Timeout(90)
+class MutexFaultTest {
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    @Test
+    void leaseTurnsLostWhenSessionExpiresAndTheNextWaiterIsGranted() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("expiry");
+        CuratorFramework holderClient = zk.newClient();
+        ReentrantMutex holder = new ReentrantMutex(holderClient, path);
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path);
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        List<LeaseState> seen = new CopyOnWriteArrayList<>();
+        held.addStateListener(seen::add, Runnable::run);
+        CompletableFuture<Lease> next = waiter.acquireAsync();
+        await().until(() -> waiter.participants().size() == 2);
+
+        zk.expireSession(holderClient);
+
+        assertEquals(LeaseState.LOST, held.ended().get(20, TimeUnit.SECONDS));
+        assertFalse(held.isValid());
+        assertTrue(seen.contains(LeaseState.LOST), seen.toString());
+        Lease granted = next.get(20, TimeUnit.SECONDS);
+        assertTrue(granted.isValid());
+        assertTrue(granted.fencingToken() > held.fencingToken());
+        held.close(); // a no-op on a lost lease
+        assertEquals(LeaseState.LOST, held.state());
+        granted.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void waiterWhoseSessionExpiresQueuesAgainAndIsStillGranted() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("waiter-expiry");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        CuratorFramework waiterClient = zk.newClient();
+        ReentrantMutex waiter = new ReentrantMutex(waiterClient, path);
+        holder.acquire();
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        String before = holder.participants().get(1).nodeName();
+
+        zk.expireSession(waiterClient);
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> holder.participants().size() == 2
+                        && !holder.participants().get(1).nodeName().equals(before));
+        assertFalse(pending.isDone());
+        holder.release();
+        Lease lease = pending.get(20, TimeUnit.SECONDS);
+        assertTrue(lease.isValid());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void droppedConnectionMakesTheLeaseSuspectThenHeldAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("suspect");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        Lease lease = mutex.lease();
+        List<LeaseState> seen = new CopyOnWriteArrayList<>();
+        lease.addStateListener(seen::add, Runnable::run);
+
+        zk.stopServer();
+        await().until(() -> lease.state() == LeaseState.SUSPECT);
+        assertFalse(lease.isValid());
+        zk.restartServer();
+        await().atMost(Duration.ofSeconds(20)).until(() -> lease.state() == LeaseState.HELD);
+
+        assertEquals(List.of(LeaseState.SUSPECT, LeaseState.HELD), seen);
+        assertTrue(mutex.isHeldByCurrentThread());
+        mutex.release();
+        assertEquals(LeaseState.RELEASED, lease.state());
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void releaseWhileDisconnectedStillDeletesTheZnode() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("offline-release");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        Lease lease = mutex.lease();
+        zk.stopServer();
+        await().until(() -> lease.state() == LeaseState.SUSPECT);
+        mutex.release();
+        zk.restartServer();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void fencingTokensRiseAcrossHoldersEvenWhenTheParentIsRecreated() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("fencing");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        long last = 0;
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < 3; i++) {
+                mutex.acquire();
+                long token = mutex.lease().fencingToken();
+                assertTrue(token > last, "token " + token + " after " + last);
+                last = token;
+                mutex.release();
+            }
+            // Remove the (now empty) parent, as the server's container reaper would.
+            await().until(() -> client.getChildren().forPath(path).isEmpty());
+            client.delete().forPath(path);
+        }
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void fencedCheckFailsTheTransactionOnceTheLeaseIsLost() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("fenced");
+        String resource = path + "-resource";
+        CuratorFramework holderClient = zk.newClient();
+        CuratorFramework other = zk.newClient();
+        other.create().creatingParentsIfNeeded().forPath(resource, bytes("v0"));
+        ReentrantMutex mutex = new ReentrantMutex(holderClient, path);
+        Lease lease = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+
+        other.transaction()
+                .forOperations(
+                        lease.fencedCheck(), other.transactionOp().setData().forPath(resource, bytes("v1")));
+        assertEquals("v1", new String(other.getData().forPath(resource), StandardCharsets.UTF_8));
+
+        zk.expireSession(holderClient);
+        assertEquals(LeaseState.LOST, lease.ended().get(20, TimeUnit.SECONDS));
+        assertThrows(
+                KeeperException.NoNodeException.class,
+                () -> other.transaction()
+                        .forOperations(
+                                lease.fencedCheck(),
+                                other.transactionOp().setData().forPath(resource, bytes("v2"))));
+        assertEquals("v1", new String(other.getData().forPath(resource), StandardCharsets.UTF_8));
+        other.delete().forPath(resource);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void closingTheClientFailsAPendingAcquisition() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        CuratorFramework waiterClient = zk.newClient();
+        ReentrantMutex waiter = new ReentrantMutex(waiterClient, path);
+        holder.acquire();
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        CompletableFuture<Throwable> blocked = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                waiter.acquire();
+                blocked.complete(null);
+            } catch (Throwable e) {
+                blocked.complete(e);
+            }
+        });
+        t.start();
+        await().until(() -> holder.participants().size() == 3);
+
+        waiterClient.close();
+
+        ExecutionException asyncError = assertThrows(ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
+        assertTrue(asyncError.getCause() instanceof CoordinationException, asyncError.toString());
+        assertEquals(
+                "the client was closed while waiting for " + path,
+                asyncError.getCause().getMessage());
+        Throwable blockingError = blocked.get(10, TimeUnit.SECONDS);
+        assertTrue(blockingError instanceof CoordinationException, String.valueOf(blockingError));
+        CoordinationException afterClose = assertThrows(CoordinationException.class, waiter::acquire);
+        assertEquals("the client was closed while waiting for " + path, afterClose.getMessage());
+        holder.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void leaseHeldByAClosedClientIsLost() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-holder");
+        CuratorFramework client = zk.newClient();
+        Lease lease = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
+        client.close();
+        assertEquals(LeaseState.LOST, lease.ended().get(10, TimeUnit.SECONDS));
+        zk.assertNoLeaks(path);
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,266 @@
+package io.coord.mutex;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.core.Participant;
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(60)
+class ReentrantMutexTest {
+    private static ZooKeeperFixture zk;
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        threads.shutdownNow();
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    @Test
+    void holdIsReentrantPerThreadAndReleasedByTheLastRelease() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("reentrant");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path, "worker-1");
+
+        mutex.acquire();
+        assertTrue(mutex.acquire(Duration.ofSeconds(1)));
+        assertEquals(2, mutex.holdCount());
+        assertTrue(mutex.isHeldByCurrentThread());
+        Lease lease = mutex.lease();
+        assertEquals(LeaseState.HELD, lease.state());
+        assertEquals(List.of("worker-1"), ids(mutex.participants()));
+
+        mutex.release();
+        assertEquals(1, mutex.holdCount());
+        assertEquals(LeaseState.HELD, lease.state());
+        mutex.release();
+        assertEquals(0, mutex.holdCount());
+        assertFalse(mutex.isHeldByCurrentThread());
+        assertFalse(mutex.isAcquiredInThisProcess());
+        assertEquals(LeaseState.RELEASED, lease.ended().get(5, TimeUnit.SECONDS));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void releaseByAThreadThatDoesNotHoldIsRefused() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("not-holder");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        IllegalMonitorStateException beforeAnyHold = assertThrows(IllegalMonitorStateException.class, mutex::release);
+        assertTrue(beforeAnyHold.getMessage().contains("does not hold " + path), beforeAnyHold.getMessage());
+
+        mutex.acquire();
+        Future<?> other = threads.submit(mutex::release);
+        var error = assertThrows(java.util.concurrent.ExecutionException.class, () -> other.get(5, TimeUnit.SECONDS));
+        assertTrue(error.getCause() instanceof IllegalMonitorStateException, error.toString());
+        var noLease = assertThrows(
+                java.util.concurrent.ExecutionException.class,
+                () -> threads.submit(mutex::lease).get(5, TimeUnit.SECONDS));
+        assertTrue(noLease.getCause() instanceof IllegalMonitorStateException, noLease.toString());
+        assertTrue(mutex.isHeldByCurrentThread());
+        mutex.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void twoThreadsOnOneInstanceContendLikeTwoProcesses() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("threads");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        Future<Boolean> other = threads.submit(() -> mutex.acquire(Duration.ofMillis(300)));
+        assertFalse(other.get(5, TimeUnit.SECONDS));
+        Future<Boolean> waiter = threads.submit(() -> {
+            mutex.acquire();
+            boolean held = mutex.isHeldByCurrentThread();
+            mutex.release();
+            return held;
+        });
+        await().until(() -> mutex.participants().size() == 2);
+        mutex.release();
+        assertTrue(waiter.get(10, TimeUnit.SECONDS));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void waitersAreGrantedInArrivalOrder() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("fifo");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path, "holder");
+        holder.acquire();
+        List<String> order = new CopyOnWriteArrayList<>();
+        List<Future<?>> waiters = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            String id = "waiter-" + i;
+            ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path, id);
+            int queued = i + 2;
+            waiters.add(threads.submit(() -> {
+                mutex.acquire();
+                order.add(id);
+                mutex.release();
+                return null;
+            }));
+            // Queue them one at a time, so that arrival order is known.
+            await().until(() -> holder.participants().size() == queued);
+        }
+        assertEquals(
+                List.of("holder", "waiter-0", "waiter-1", "waiter-2", "waiter-3", "waiter-4"),
+                ids(holder.participants()));
+        holder.release();
+        for (Future<?> w : waiters) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        assertEquals(List.of("waiter-0", "waiter-1", "waiter-2", "waiter-3", "waiter-4"), order);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void tryOnceSucceedsOnAFreeLockAndFailsOnAHeldOne() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("try-once");
+        ReentrantMutex first = new ReentrantMutex(zk.newClient(), path);
+        ReentrantMutex second = new ReentrantMutex(zk.newClient(), path);
+        assertTrue(first.acquire(Duration.ZERO));
+        assertFalse(threads.submit(() -> second.acquire(Duration.ZERO)).get(10, TimeUnit.SECONDS));
+        assertEquals(1, first.participants().size());
+        first.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void timeoutLeavesNoZnodeBehind() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("timeout");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path);
+        holder.acquire();
+        assertFalse(threads.submit(() -> waiter.acquire(Duration.ofMillis(500))).get(10, TimeUnit.SECONDS));
+        await().until(() -> holder.participants().size() == 1);
+        holder.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void interruptLeavesNoZnodeBehind() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("interrupt");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path);
+        holder.acquire();
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                waiter.acquire();
+                outcome.complete(null);
+            } catch (Throwable e) {
+                outcome.complete(e);
+            }
+        });
+        t.start();
+        await().until(() -> holder.participants().size() == 2);
+        t.interrupt();
+        assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
+        await().until(() -> holder.participants().size() == 1);
+        assertEquals(0, waiter.holdCount());
+        holder.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void alreadyInterruptedThreadWritesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("pre-interrupted");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        Thread.currentThread().interrupt();
+        assertThrows(InterruptedException.class, mutex::acquire);
+        assertFalse(Thread.currentThread().isInterrupted());
+        assertEquals(null, client.checkExists().forPath(path));
+    }
+
+    @Test
+    void cancellingAnAsyncAcquisitionWithdrawsItsZnode() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("cancel");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path);
+        holder.acquire();
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        assertTrue(pending.cancel(true));
+        await().until(() -> holder.participants().size() == 1);
+
+        CompletableFuture<Lease> timed = waiter.acquireAsync().orTimeout(300, TimeUnit.MILLISECONDS);
+        await().until(timed::isCompletedExceptionally);
+        await().until(() -> holder.participants().size() == 1);
+        holder.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void asyncLeaseIsReleasedFromAnyThread() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("async");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        Lease lease = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        assertTrue(lease.isValid());
+        assertTrue(lease.path().startsWith(path + "/_c_"), lease.path());
+        assertTrue(lease.path().contains("-lock-"), lease.path());
+        await().until(mutex::isAcquiredInThisProcess);
+        assertEquals(0, mutex.holdCount());
+        CompletableFuture<Lease> second = mutex.acquireAsync();
+        threads.submit(lease::close).get(5, TimeUnit.SECONDS);
+        assertEquals(LeaseState.RELEASED, lease.state());
+        Lease next = second.get(10, TimeUnit.SECONDS);
+        assertTrue(next.fencingToken() > lease.fencingToken());
+        next.close();
+        next.close(); // idempotent
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void asLockBehavesLikeALock() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("as-lock");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        Lock lock = mutex.asLock();
+        lock.lock();
+        assertTrue(lock.tryLock());
+        assertEquals(2, mutex.holdCount());
+        assertFalse(
+                threads.submit(() -> lock.tryLock(200, TimeUnit.MILLISECONDS)).get(5, TimeUnit.SECONDS));
+        UnsupportedOperationException noConditions =
+                assertThrows(UnsupportedOperationException.class, lock::newCondition);
+        assertTrue(noConditions.getMessage().contains(path));
+        lock.unlock();
+        lock.unlock();
+        assertThrows(IllegalMonitorStateException.class, lock::unlock);
+        zk.assertNoLeaks(path);
+    }
+
+    private static List<String> ids(List<Participant> participants) {
+        return participants.stream().map(Participant::id).toList();
+    }
+}
