@@ -65,8 +65,9 @@ final class Chaos implements Runnable {
     }
 
     private void killAndRestartServer() throws Exception {
-        InstanceSpec spec = cluster.instances().get(random.nextInt(cluster.instances().size()));
-        timeline.add("chaos: kill server " + spec.getServerId() + " at " + spec.getConnectString());
+        InstanceSpec spec =
+                cluster.instances().get(random.nextInt(cluster.instances().size()));
+        timeline.add("chaos: kill server " + spec.getServerId() + " at " + ClusterFixture.address(spec));
         cluster.killServer(spec);
         kills.incrementAndGet();
         pause(500, 2_500); // restarted even when stopped meanwhile: a run never ends with a server down
@@ -78,15 +79,19 @@ final class Chaos implements Runnable {
     private void expireOnServers(int index) throws Exception {
         CuratorFramework client = awaitConnected(index);
         long session = cluster.expireSession(client);
-        timeline.add("chaos: expired session 0x" + Long.toHexString(session) + " of client-" + index + " on the servers");
+        timeline.add(
+                "chaos: expired session 0x" + Long.toHexString(session) + " of client-" + index + " on the servers");
         // Counted only once the client is on a new session, which proves the old one really ended.
         await("client-" + index + " on a new session")
                 .atMost(Duration.ofSeconds(20))
                 .until(() -> {
                     long now = ClusterFixture.sessionId(client);
-                    return now != 0 && now != session && client.getZookeeperClient().isConnected();
+                    return now != 0
+                            && now != session
+                            && client.getZookeeperClient().isConnected();
                 });
-        timeline.add("chaos: client-" + index + " is on session 0x" + Long.toHexString(ClusterFixture.sessionId(client)));
+        timeline.add(
+                "chaos: client-" + index + " is on session 0x" + Long.toHexString(ClusterFixture.sessionId(client)));
         serverExpiries.incrementAndGet();
     }
 

@@ -60,6 +60,11 @@ final class ClusterFixture implements AutoCloseable {
         return instances;
     }
 
+    /** The server's client address, host:port. */
+    static String address(InstanceSpec spec) {
+        return spec.getHostname() + ":" + spec.getPort();
+    }
+
     /** A started, connected client that is closed by {@link #closeClients()}. */
     CuratorFramework newClient() throws InterruptedException {
         CuratorFramework client = CuratorFrameworkFactory.builder()
@@ -80,14 +85,14 @@ final class ClusterFixture implements AutoCloseable {
     /** Stops one server abruptly; its clients move to the others. */
     void killServer(InstanceSpec spec) throws Exception {
         if (!cluster.killServer(spec)) {
-            throw new IllegalStateException("no running server " + spec.getConnectString());
+            throw new IllegalStateException("no running server " + address(spec));
         }
     }
 
     /** Starts a killed server again and waits until it has rejoined the quorum and serves clients. */
     void restartServer(InstanceSpec spec) throws Exception {
         if (!cluster.restartServer(spec)) {
-            throw new IllegalStateException("no server " + spec.getConnectString());
+            throw new IllegalStateException("no server " + address(spec));
         }
         awaitServing(spec);
     }
@@ -173,7 +178,7 @@ final class ClusterFixture implements AutoCloseable {
 
     private void awaitServing(InstanceSpec spec) {
         // "srvr" names the server's mode only once it is part of a quorum that serves requests.
-        await("server " + spec.getConnectString() + " serving")
+        await("server " + address(spec) + " serving")
                 .atMost(SERVER_READY)
                 .pollInterval(Duration.ofMillis(100))
                 .ignoreExceptions()

@@ -60,7 +60,8 @@ final class ExclusionChecker {
                 return Optional.empty();
             }
             Holder me = new Holder(worker, lease, sessionId, now);
-            if (highestTokenHolder != null && lease.fencingToken() <= highestTokenHolder.lease().fencingToken()) {
+            if (highestTokenHolder != null
+                    && lease.fencingToken() <= highestTokenHolder.lease().fencingToken()) {
                 violations.add(new Violation(
                         now, "token did not rise: " + me + " entered after " + highestTokenHolder + " had entered"));
             }

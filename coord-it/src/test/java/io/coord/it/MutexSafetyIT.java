@@ -9,6 +9,7 @@ import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -36,7 +37,7 @@ class MutexSafetyIT {
 
     private final Timeline timeline = new Timeline();
     private final ExclusionChecker checker = new ExclusionChecker(timeline);
-    private final List<String> errors = new ArrayList<>();
+    private final List<String> errors = new CopyOnWriteArrayList<>();
     private final AtomicInteger timeouts = new AtomicInteger();
 
     @BeforeAll
@@ -127,7 +128,8 @@ class MutexSafetyIT {
             }
             try {
                 Lease lease = mutex.lease();
-                lease.addStateListener(state -> timeline.add(name + ": " + lease.path() + " is " + state), r -> r.run());
+                lease.addStateListener(
+                        state -> timeline.add(name + ": " + lease.path() + " is " + state), Runnable::run);
                 checker.enter(name, lease, ClusterFixture.sessionId(client)).ifPresent(holder -> {
                     // The protected work: tiny, and abandoned as soon as the lease is no longer valid.
                     if (lease.isValid()) {
@@ -143,8 +145,6 @@ class MutexSafetyIT {
 
     private void record(String error) {
         timeline.add(error);
-        synchronized (errors) {
-            errors.add(error);
-        }
+        errors.add(error);
     }
 }

@@ -1,0 +1,96 @@
+package io.coord.mutex;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Every argument a user can get wrong, and the message they see. */
+class MutexArgumentsTest {
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    @Test
+    void nullClientIsRefused() {
+        NullPointerException e = assertThrows(NullPointerException.class, () -> new ReentrantMutex(null, "/locks/a"));
+        assertEquals("client must not be null", e.getMessage());
+    }
+
+    @Test
+    void nullPathIsRefused() {
+        CuratorFramework client = zk.unstartedClient();
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> new ReentrantMutex(client, null));
+        assertEquals("path must not be null", e.getMessage());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"", "locks/a", "/locks/", "/locks//a", "/locks/./a", "/locks/\u0000"})
+    void invalidPathIsRefusedWithZooKeepersReason(String path) {
+        CuratorFramework client = zk.unstartedClient();
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> new ReentrantMutex(client, path));
+        assertEquals(true, e.getMessage().startsWith("invalid ZooKeeper path \"" + path + "\": "), e.getMessage());
+    }
+
+    @Test
+    void rootPathIsRefused() {
+        CuratorFramework client = zk.unstartedClient();
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> new ReentrantMutex(client, "/"));
+        assertEquals("path must not be the root \"/\": coord keeps its nodes beneath it", e.getMessage());
+    }
+
+    @Test
+    void participantIdMustBePresentAndSmall() {
+        CuratorFramework client = zk.unstartedClient();
+        NullPointerException missing =
+                assertThrows(NullPointerException.class, () -> new ReentrantMutex(client, "/locks/a", null));
+        assertEquals("participantId must not be null", missing.getMessage());
+        IllegalArgumentException large = assertThrows(
+                IllegalArgumentException.class, () -> new ReentrantMutex(client, "/locks/a", "x".repeat(70_000)));
+        assertEquals("participantId must be at most 65536 bytes in UTF-8: 70000", large.getMessage());
+    }
+
+    @Test
+    void timeoutMustBePresentAndNotNegative() throws Exception {
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), ZooKeeperFixture.uniquePath("args"));
+        NullPointerException missing = assertThrows(NullPointerException.class, () -> mutex.acquire(null));
+        assertEquals("timeout must not be null", missing.getMessage());
+        IllegalArgumentException negative =
+                assertThrows(IllegalArgumentException.class, () -> mutex.acquire(Duration.ofSeconds(-1)));
+        assertEquals("timeout must not be negative: PT-1S", negative.getMessage());
+    }
+
+    @Test
+    void constructorDoesNoIoAndAcquireNeedsAStartedClient() throws Exception {
+        CuratorFramework client = zk.unstartedClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, "/locks/not-started");
+        IllegalStateException e = assertThrows(IllegalStateException.class, mutex::acquire);
+        assertEquals("the client must be started before acquiring /locks/not-started", e.getMessage());
+        IllegalStateException async = assertThrows(IllegalStateException.class, mutex::acquireAsync);
+        assertEquals(e.getMessage(), async.getMessage());
+    }
+}
