@@ -61,7 +61,7 @@ class MutexFaultTest {
 
         assertEquals(LeaseState.LOST, held.ended().get(20, TimeUnit.SECONDS));
         assertFalse(held.isValid());
-        assertTrue(seen.contains(LeaseState.LOST), seen.toString());
+        await().until(() -> seen.contains(LeaseState.LOST));
         Lease granted = next.get(20, TimeUnit.SECONDS);
         assertTrue(granted.isValid());
         assertTrue(granted.fencingToken() > held.fencingToken());

@@ -1,6 +1,7 @@
 package io.coord.core.internal;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.LeasePredicate;
 import io.coord.core.LeasePredicate.Decision;
 import io.coord.core.SequenceNode;
 import java.util.ArrayList;
@@ -17,7 +18,6 @@ import java.util.function.Consumer;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.utils.ZKPaths;
-import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
@@ -41,6 +41,7 @@ final class Attempt {
     private final LeaseEngine engine;
     private final ClientContext context;
     private final SharedPath shared;
+    private final Request request;
     private final boolean tryOnce;
     // One protection id for the attempt's whole life: any node carrying it is ours, including those that a create
     // replayed after connection loss left behind, and those of an earlier session.
@@ -55,7 +56,8 @@ final class Attempt {
     private int generation;
     private boolean createPending;
     private boolean readPending;
-    private SequenceNode ourNode;
+    private SequenceNode ourNode; // our last node: the one the predicate places
+    private List<String> ourNames = List.of();
     private long ourSession;
     private long ourToken;
     private SequenceNode[] earlyRead;
@@ -66,11 +68,18 @@ final class Attempt {
     private final Set<String> pruned = new HashSet<>();
     private final Set<String> watching = new HashSet<>();
 
-    Attempt(LeaseEngine engine, ClientContext context, boolean tryOnce) {
+    /**
+     * What to ask for: how many nodes to hold together, the predicate that grants them, and whether to give up after
+     * the first look.
+     */
+    record Request(int nodes, LeasePredicate predicate, boolean tryOnce) {}
+
+    Attempt(LeaseEngine engine, ClientContext context, Request request) {
         this.engine = engine;
         this.context = context;
         this.shared = context.join(engine.path());
-        this.tryOnce = tryOnce;
+        this.request = request;
+        this.tryOnce = request.tryOnce();
         result.whenComplete((lease, error) -> {
             if (lease == null) {
                 withdraw();
@@ -114,13 +123,11 @@ final class Attempt {
     // ---- entering ----
 
     private void enter(List<Runnable> todo) {
-        if (ourNode != null) {
-            String stale = full(ourNode.name());
-            todo.add(() -> context.deleteQuietly(stale));
-        }
+        deleteOurs(todo, context::deleteQuietly);
         int gen = ++generation;
         phase = Phase.ENTERING;
         ourNode = null;
+        ourNames = List.of();
         earlyRead = null;
         snapshot = null;
         staleHits = 0;
@@ -134,34 +141,37 @@ final class Attempt {
 
     private void create(int gen) {
         try {
-            context.client()
-                    .create()
-                    .creatingParentContainersIfNeeded()
-                    .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
-                    .inBackground((c, event) -> created(gen, event))
-                    .forPath(full("_c_" + protectionId + "-" + engine.prefix()), engine.nodeData());
+            NodeCreator.create(
+                    context.client(),
+                    engine.path(),
+                    "_c_" + protectionId + "-" + engine.prefix(),
+                    engine.nodeData(),
+                    request.nodes(),
+                    (rc, made) -> created(gen, rc, made));
         } catch (Exception e) {
             act(todo -> failWith(e, todo));
         }
     }
 
-    private void created(int gen, CuratorEvent event) {
+    private void created(int gen, KeeperException.Code rc, NodeCreator.Created made) {
         act(todo -> {
-            KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
-            if (gen != generation) {
-                if (rc == KeeperException.Code.OK) {
-                    // A create we no longer want (withdrawn, or replayed after we moved on): remove what it made.
-                    String made = event.getName();
-                    todo.add(() -> context.deleteQuietly(made));
+            if (gen != generation || rc != KeeperException.Code.OK) {
+                if (made != null) {
+                    // Nodes we no longer want (withdrawn, replayed after we moved on, or unusable): remove them.
+                    made.names().forEach(name -> todo.add(() -> context.deleteQuietly(full(name))));
                 }
-                return;
+                if (gen != generation) {
+                    return;
+                }
             }
             createPending = false;
             if (rc == KeeperException.Code.OK) {
-                ourNode = SequenceNode.parse(ZKPaths.getNodeFromPath(event.getName()))
-                        .orElseThrow(() -> new IllegalStateException("not a sequence node: " + event.getName()));
-                ourSession = event.getStat().getEphemeralOwner();
-                ourToken = event.getStat().getCzxid();
+                ourNames = made.names();
+                String last = ourNames.get(ourNames.size() - 1);
+                ourNode = SequenceNode.parse(last)
+                        .orElseThrow(() -> new IllegalStateException("not a sequence node: " + last));
+                ourSession = made.session();
+                ourToken = made.token();
                 if (earlyRead != null) {
                     SequenceNode[] read = earlyRead;
                     earlyRead = null;
@@ -244,7 +254,7 @@ final class Attempt {
             return;
         }
         List<SequenceNode> queue = livePrefix(todo);
-        Decision decision = engine.predicate().evaluate(queue, queue.size() - 1);
+        Decision decision = request.predicate().evaluate(queue, queue.size() - 1);
         if (decision.granted()) {
             grant(todo);
             return;
@@ -256,6 +266,9 @@ final class Attempt {
         phase = Phase.WAITING;
         boolean strayFound = false;
         for (SequenceNode node : decision.watch()) {
+            if (ourNames.contains(node.name())) {
+                continue; // our own earlier nodes of a multi-node request leave only with us
+            }
             if (isOurs(node)) {
                 strayFound |= dropStray(node, todo);
             } else if (watching.add(node.name())) {
@@ -283,7 +296,7 @@ final class Attempt {
             if (pruned.contains(node.name()) || shared.isKnownDeleted(node)) {
                 continue;
             }
-            if (troubled && isOurs(node)) {
+            if (troubled && isOurs(node) && !ourNames.contains(node.name())) {
                 dropStray(node, todo);
                 continue;
             }
@@ -303,7 +316,8 @@ final class Attempt {
     }
 
     private void grant(List<Runnable> todo) {
-        LeaseImpl lease = context.newLease(full(ourNode.name()), ourToken, ourSession);
+        List<String> paths = ourNames.stream().map(this::full).toList();
+        LeaseImpl lease = context.newLease(paths, ourToken, ourSession);
         if (lease == null) {
             enter(todo); // the node belongs to a session that is no longer ours: it is dead or dying
             return;
@@ -401,10 +415,7 @@ final class Attempt {
             phase = Phase.DONE;
             generation++; // a create still in flight now finds itself stale and deletes what it made
             removeWatches(todo);
-            if (ourNode != null) {
-                String mine = full(ourNode.name());
-                todo.add(() -> context.deleteGuaranteed(mine));
-            }
+            deleteOurs(todo, context::deleteGuaranteed);
             if (troubled) {
                 todo.add(this::sweep);
             }
@@ -487,6 +498,13 @@ final class Attempt {
             lock.unlock();
         }
         todo.forEach(Runnable::run);
+    }
+
+    private void deleteOurs(List<Runnable> todo, Consumer<String> delete) {
+        for (String name : ourNames) {
+            String path = full(name);
+            todo.add(() -> delete.accept(path));
+        }
     }
 
     private boolean isOurs(SequenceNode node) {

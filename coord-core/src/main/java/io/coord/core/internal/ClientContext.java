@@ -119,13 +119,14 @@ final class ClientContext {
      * Registers a granted lease, HELD or SUSPECT as the connection stands. Returns null if the znode belongs to a
      * session other than the current one: such a node is dead or dying, and must never be reported as held.
      */
-    LeaseImpl newLease(String path, long fencingToken, long ownerSession) {
+    LeaseImpl newLease(List<String> nodes, long fencingToken, long ownerSession) {
         stateLock.lock();
         try {
             if (closed || ownerSession != sessionId()) {
                 return null;
             }
-            LeaseImpl lease = new LeaseImpl(this, path, fencingToken, connected ? LeaseState.HELD : LeaseState.SUSPECT);
+            LeaseImpl lease =
+                    new LeaseImpl(this, nodes, fencingToken, connected ? LeaseState.HELD : LeaseState.SUSPECT);
             leases.add(lease);
             return lease;
         } finally {
@@ -238,8 +239,8 @@ final class ClientContext {
     private void loseAndDelete(LeaseImpl lease) {
         if (lease.moveTo(LeaseState.LOST)) {
             // If the expiry was only declared by the client, the old session may linger on the server a little
-            // longer; deleting its node now lets the next holder in without waiting for that.
-            deleteQuietly(lease.path());
+            // longer; deleting its nodes now lets the next holder in without waiting for that.
+            lease.nodes().forEach(this::deleteQuietly);
         }
     }
 

@@ -47,10 +47,6 @@ public final class LeaseEngine {
         return prefix;
     }
 
-    LeasePredicate predicate() {
-        return predicate;
-    }
-
     byte[] nodeData() {
         return nodeData;
     }
@@ -60,7 +56,15 @@ public final class LeaseEngine {
      * thread. Cancelling it, or completing it from outside, withdraws the request and deletes its znode.
      */
     public CompletableFuture<Lease> acquireAsync() {
-        Attempt attempt = start(false);
+        return acquireAsync(1, predicate);
+    }
+
+    /**
+     * Like {@link #acquireAsync()}, holding {@code nodes} znodes created together in one transaction and granted by
+     * {@code grant}, which places the last of them.
+     */
+    public CompletableFuture<Lease> acquireAsync(int nodes, LeasePredicate grant) {
+        Attempt attempt = start(new Attempt.Request(nodes, grant, false));
         CompletableFuture<Lease> future = new CompletableFuture<>();
         ClientContext context = ClientContext.of(client);
         attempt.result.whenComplete((lease, error) -> context.callbacks().execute(() -> {
@@ -83,11 +87,16 @@ public final class LeaseEngine {
      * once. A null timeout waits for ever.
      */
     public Lease acquire(Duration timeout) throws InterruptedException {
+        return acquire(timeout, 1, predicate);
+    }
+
+    /** Like {@link #acquire(Duration)}, for {@code nodes} znodes granted together by {@code grant}. */
+    public Lease acquire(Duration timeout, int nodes, LeasePredicate grant) throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException("interrupted before acquiring " + path);
         }
         boolean tryOnce = timeout != null && timeout.isZero();
-        Attempt attempt = start(tryOnce);
+        Attempt attempt = start(new Attempt.Request(nodes, grant, tryOnce));
         try {
             return timeout == null || tryOnce
                     ? attempt.result.get()
@@ -109,7 +118,11 @@ public final class LeaseEngine {
         return Participants.read(client, path);
     }
 
-    private Attempt start(boolean tryOnce) {
+    private Attempt start(Attempt.Request request) {
+        if (request.nodes() < 1) {
+            throw new IllegalArgumentException("nodes must be >= 1: " + request.nodes());
+        }
+        Objects.requireNonNull(request.predicate(), "predicate");
         CuratorFrameworkState state = client.getState();
         if (state == CuratorFrameworkState.LATENT) {
             throw new IllegalStateException("the client must be started before acquiring " + path);
@@ -117,7 +130,7 @@ public final class LeaseEngine {
         if (state == CuratorFrameworkState.STOPPED) {
             throw ClientContext.closedError(path);
         }
-        Attempt attempt = new Attempt(this, ClientContext.of(client), tryOnce);
+        Attempt attempt = new Attempt(this, ClientContext.of(client), request);
         attempt.start();
         return attempt;
     }

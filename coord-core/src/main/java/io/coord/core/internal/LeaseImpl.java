@@ -3,6 +3,7 @@ package io.coord.core.internal;
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -18,7 +19,7 @@ final class LeaseImpl implements Lease {
     private static final Logger log = LoggerFactory.getLogger(LeaseImpl.class);
 
     private final ClientContext context;
-    private final String path;
+    private final List<String> nodes;
     private final long fencingToken;
     private final AtomicReference<LeaseState> state;
     private final CompletableFuture<LeaseState> ended = new CompletableFuture<>();
@@ -26,16 +27,21 @@ final class LeaseImpl implements Lease {
 
     private record StateListener(Consumer<LeaseState> listener, Executor executor) {}
 
-    LeaseImpl(ClientContext context, String path, long fencingToken, LeaseState initial) {
+    /** {@code nodes}: the full paths of the znodes held together, in sequence order; the first names the lease. */
+    LeaseImpl(ClientContext context, List<String> nodes, long fencingToken, LeaseState initial) {
         this.context = context;
-        this.path = path;
+        this.nodes = List.copyOf(nodes);
         this.fencingToken = fencingToken;
         this.state = new AtomicReference<>(initial);
     }
 
     @Override
     public String path() {
-        return path;
+        return nodes.get(0);
+    }
+
+    List<String> nodes() {
+        return nodes;
     }
 
     @Override
@@ -68,22 +74,22 @@ final class LeaseImpl implements Lease {
     @Override
     public CuratorOp fencedCheck() {
         try {
-            return context.client().transactionOp().check().forPath(path);
+            return context.client().transactionOp().check().forPath(path());
         } catch (Exception e) {
-            throw new CoordinationException("cannot build a check operation for " + path, e);
+            throw new CoordinationException("cannot build a check operation for " + path(), e);
         }
     }
 
     @Override
     public void close() {
         if (moveTo(LeaseState.RELEASED)) {
-            context.deleteGuaranteed(path);
+            nodes.forEach(context::deleteGuaranteed);
         }
     }
 
     @Override
     public String toString() {
-        return "Lease[" + path + ", token=" + fencingToken + ", " + state.get() + "]";
+        return "Lease[" + path() + ", token=" + fencingToken + ", " + state.get() + "]";
     }
 
     /** Applies one transition if it is allowed from the current state; returns whether the state changed. */
@@ -95,12 +101,12 @@ final class LeaseImpl implements Lease {
                 return false;
             }
         } while (!state.compareAndSet(current, next));
+        for (StateListener l : listeners) {
+            notify(l, next);
+        }
         if (next == LeaseState.LOST || next == LeaseState.RELEASED) {
             context.forget(this);
             context.callbacks().execute(() -> ended.complete(next));
-        }
-        for (StateListener l : listeners) {
-            notify(l, next);
         }
         return true;
     }
@@ -119,11 +125,11 @@ final class LeaseImpl implements Lease {
                 try {
                     l.listener().accept(next);
                 } catch (RuntimeException e) {
-                    log.warn("lease state listener failed for {} entering {}", path, next, e);
+                    log.warn("lease state listener failed for {} entering {}", path(), next, e);
                 }
             });
         } catch (RuntimeException e) {
-            log.warn("lease state listener executor rejected {} entering {}", path, next, e);
+            log.warn("lease state listener executor rejected {} entering {}", path(), next, e);
         }
     }
 }
