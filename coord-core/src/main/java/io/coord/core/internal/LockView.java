@@ -7,10 +7,10 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
 /** A {@link DistributedLock} seen as a {@link Lock}, bound to threads like its acquire and release. */
-final class LockView implements Lock {
+public final class LockView implements Lock {
     private final DistributedLock lock;
 
-    LockView(DistributedLock lock) {
+    public LockView(DistributedLock lock) {
         this.lock = lock;
     }
 

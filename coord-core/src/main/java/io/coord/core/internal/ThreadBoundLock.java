@@ -15,11 +15,18 @@ import java.util.concurrent.locks.Lock;
 /**
  * A {@link DistributedLock} over one engine: holds are per thread and reentrant, async leases belong to their
  * handle. Two threads on one instance contend like two processes.
+ *
+ * <p>Two locks over one queue can be {@linkplain #pair paired} as a read and a write lock. The thread that holds the
+ * write lock then takes the read lock without a new node: it shares the write lock's node, which stays in the queue
+ * until both holds are released. That keeps every writer queued behind it blocked through a downgrade. A thread that
+ * holds only the read lock is refused the write lock, since it would wait behind its own node for ever.
  */
 public final class ThreadBoundLock implements DistributedLock {
     private final LeaseEngine engine;
     private final Map<Thread, Hold> holds = new ConcurrentHashMap<>();
     private final Set<Lease> asyncLeases = ConcurrentHashMap.newKeySet();
+    private ThreadBoundLock readPartner; // set on a write lock
+    private ThreadBoundLock writePartner; // set on a read lock
 
     /** Only its owning thread touches a hold, so the count needs no synchronisation. */
     private static final class Hold {
@@ -33,6 +40,12 @@ public final class ThreadBoundLock implements DistributedLock {
 
     public ThreadBoundLock(LeaseEngine engine) {
         this.engine = engine;
+    }
+
+    /** Makes {@code read} and {@code write}, two locks over one path, a read/write pair. */
+    public static void pair(ThreadBoundLock read, ThreadBoundLock write) {
+        read.writePartner = write;
+        write.readPartner = read;
     }
 
     @Override
@@ -66,7 +79,9 @@ public final class ThreadBoundLock implements DistributedLock {
         Hold hold = ownHold();
         if (--hold.count == 0) {
             holds.remove(Thread.currentThread());
-            hold.lease.close();
+            if (!partnerShares(hold.lease)) {
+                hold.lease.close();
+            }
         }
     }
 
@@ -117,18 +132,43 @@ public final class ThreadBoundLock implements DistributedLock {
         return getClass().getSimpleName() + "[" + engine.path() + "]";
     }
 
-    /** Counts one more hold if the current thread already has the lock. */
+    /**
+     * Grants without a request when the current thread already has the lock, or holds the write lock of this read
+     * lock's pair; refuses an upgrade from read to write.
+     */
     private boolean reenter() {
-        Hold hold = holds.get(Thread.currentThread());
-        if (hold == null) {
-            return false;
+        Thread me = Thread.currentThread();
+        Hold hold = holds.get(me);
+        if (hold != null) {
+            checkNotLost(hold);
+            hold.count++;
+            return true;
         }
+        if (readPartner != null && readPartner.holds.containsKey(me)) {
+            throw new IllegalStateException("the current thread holds the read lock on " + engine.path()
+                    + " and would wait behind itself for the write lock; release the read lock first");
+        }
+        Hold write = writePartner == null ? null : writePartner.holds.get(me);
+        if (write != null) {
+            checkNotLost(write);
+            holds.put(me, new Hold(write.lease)); // downgrade: share the write lock's node
+            return true;
+        }
+        return false;
+    }
+
+    private void checkNotLost(Hold hold) {
         if (hold.lease.state() == LeaseState.LOST) {
             throw new IllegalStateException("the lease on " + engine.path()
                     + " was lost; release() it before acquiring again (hold count " + hold.count + ")");
         }
-        hold.count++;
-        return true;
+    }
+
+    /** Whether the paired lock still holds {@code lease} for the current thread, so its node must stay. */
+    private boolean partnerShares(Lease lease) {
+        ThreadBoundLock partner = readPartner != null ? readPartner : writePartner;
+        Hold hold = partner == null ? null : partner.holds.get(Thread.currentThread());
+        return hold != null && hold.lease == lease;
     }
 
     private Hold ownHold() {

@@ -1,0 +1,142 @@
+package io.coord.semaphore;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.Lease;
+import io.coord.core.LeasePredicate;
+import io.coord.core.Participant;
+import io.coord.core.internal.Arguments;
+import io.coord.core.internal.LeaseEngine;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import org.apache.curator.framework.CuratorFramework;
+
+/**
+ * A counting semaphore shared across processes: never more than {@code maxLeases} permits are held at once, across
+ * all clients, and waiters are served in FIFO order.
+ *
+ * <p>Each permit is one node {@code <path>/_c_<uuid>-lease-<seq>}. A request for several permits creates all its
+ * nodes in one transaction, so they are queued and granted together: a holder never has part of what it asked for,
+ * and two multi-permit waiters cannot deadlock. A waiter watches its {@code maxLeases} nearest predecessors, because
+ * permits come back in any order. Permits die with their session.
+ *
+ * <p>{@code maxLeases} is recorded as the data of {@code <path>} on first use; an instance whose limit disagrees is
+ * refused with {@link IllegalStateException} rather than silently enforcing a different limit.
+ *
+ * <pre>{@code
+ * DistributedSemaphore pool = new DistributedSemaphore(client, "/limits/exports", 3);
+ * try (Lease permit = pool.acquire()) {
+ *     export(permit.fencingToken());
+ * }
+ * }</pre>
+ */
+public final class DistributedSemaphore {
+    static final String PREFIX = "lease-";
+
+    private final LeaseEngine engine;
+    private final int maxLeases;
+    private final LeasePredicate predicate;
+    private final LimitRecord record;
+
+    /** Checks its arguments and does no I/O. */
+    public DistributedSemaphore(CuratorFramework client, String path, int maxLeases) {
+        if (maxLeases < 1) {
+            throw new IllegalArgumentException("maxLeases must be >= 1: " + maxLeases);
+        }
+        byte[] id = Arguments.defaultParticipantId().getBytes(StandardCharsets.UTF_8);
+        this.predicate = LeasePredicate.maxLeases(maxLeases);
+        this.engine = new LeaseEngine(client, path, PREFIX, predicate, id);
+        this.maxLeases = maxLeases;
+        this.record = new LimitRecord(engine.client(), engine.path(), maxLeases);
+    }
+
+    /** Blocks until one permit is held. */
+    public Lease acquire() throws InterruptedException {
+        return acquire(1);
+    }
+
+    /** Blocks until all {@code permits} are held together. */
+    public Lease acquire(int permits) throws InterruptedException {
+        checkPermits(permits);
+        awaitRecord();
+        return engine.acquire(null, permits, predicate);
+    }
+
+    /** Waits up to {@code timeout} for all {@code permits}; {@link Duration#ZERO} looks once. */
+    public Optional<Lease> tryAcquire(int permits, Duration timeout) throws InterruptedException {
+        checkPermits(permits);
+        Arguments.timeout(timeout);
+        awaitRecord();
+        return Optional.ofNullable(engine.acquire(timeout, permits, predicate));
+    }
+
+    /**
+     * Queues for {@code permits} without blocking a thread. Cancelling the future withdraws the request and deletes
+     * its nodes; permits granted after that are returned at once.
+     */
+    public CompletableFuture<Lease> acquireAsync(int permits) {
+        checkPermits(permits);
+        if (record.isVerified()) {
+            return engine.acquireAsync(permits, predicate);
+        }
+        CompletableFuture<Lease> result = new CompletableFuture<>();
+        record.verify().whenComplete((ok, error) -> {
+            if (error != null) {
+                result.completeExceptionally(error);
+                return;
+            }
+            CompletableFuture<Lease> inner = engine.acquireAsync(permits, predicate);
+            result.whenComplete((lease, e) -> {
+                if (e != null) {
+                    inner.cancel(false);
+                }
+            });
+            inner.whenComplete((lease, e) -> {
+                if (e != null) {
+                    result.completeExceptionally(e);
+                } else if (!result.complete(lease)) {
+                    lease.close();
+                }
+            });
+        });
+        return result;
+    }
+
+    public int maxLeases() {
+        return maxLeases;
+    }
+
+    /** Holders and waiters in queue order; a multi-permit request appears once per permit. */
+    public List<Participant> participants() {
+        return engine.participants();
+    }
+
+    @Override
+    public String toString() {
+        return "DistributedSemaphore[" + engine.path() + ", maxLeases=" + maxLeases + "]";
+    }
+
+    private void checkPermits(int permits) {
+        if (permits < 1 || permits > maxLeases) {
+            throw new IllegalArgumentException(
+                    "permits must be between 1 and maxLeases (" + maxLeases + "): " + permits);
+        }
+    }
+
+    private void awaitRecord() throws InterruptedException {
+        if (record.isVerified()) {
+            return;
+        }
+        try {
+            record.verify().get();
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new CoordinationException("cannot check the maxLeases record of " + engine.path(), e.getCause());
+        }
+    }
+}

@@ -1,0 +1,141 @@
+package io.coord.semaphore;
+
+import io.coord.core.CoordinationException;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.KeeperException.Code;
+
+/**
+ * The semaphore's {@code maxLeases}, kept as the decimal data of its path, so that every client enforces one limit.
+ * Checked once per instance, before its first acquisition.
+ */
+final class LimitRecord {
+    private final CuratorFramework client;
+    private final String path;
+    private final int maxLeases;
+    private volatile boolean verified;
+
+    LimitRecord(CuratorFramework client, String path, int maxLeases) {
+        this.client = client;
+        this.path = path;
+        this.maxLeases = maxLeases;
+    }
+
+    boolean isVerified() {
+        return verified;
+    }
+
+    /** Completes when the record matches ours, writing it first if there is none. */
+    CompletableFuture<Void> verify() {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        read(done);
+        return done;
+    }
+
+    private void read(CompletableFuture<Void> done) {
+        run(
+                done,
+                () -> client.getData()
+                        .inBackground((c, event) -> {
+                            switch (Code.get(event.getResultCode())) {
+                                case OK -> check(event, done);
+                                case NONODE -> create(done);
+                                default -> fail(event, done);
+                            }
+                        })
+                        .forPath(path));
+    }
+
+    private void check(CuratorEvent event, CompletableFuture<Void> done) {
+        byte[] data = event.getData();
+        if (data == null || data.length == 0) {
+            // The path exists without a record (made as a bare parent): claim it, unless someone else just did.
+            run(
+                    done,
+                    () -> client.setData()
+                            .withVersion(event.getStat().getVersion())
+                            .inBackground((c, e) -> {
+                                Code rc = Code.get(e.getResultCode());
+                                if (rc == Code.OK) {
+                                    accept(done);
+                                } else if (rc == Code.BADVERSION) {
+                                    read(done);
+                                } else {
+                                    fail(e, done);
+                                }
+                            })
+                            .forPath(path, encoded()));
+            return;
+        }
+        String text = new String(data, StandardCharsets.UTF_8);
+        int recorded;
+        try {
+            recorded = Integer.parseInt(text.trim());
+        } catch (NumberFormatException e) {
+            done.completeExceptionally(new IllegalStateException(
+                    "the data of " + path + " is not a maxLeases record: \"" + abbreviate(text) + "\""));
+            return;
+        }
+        if (recorded != maxLeases) {
+            done.completeExceptionally(new IllegalStateException("semaphore " + path + " records maxLeases " + recorded
+                    + ", but this instance was built with maxLeases " + maxLeases));
+            return;
+        }
+        accept(done);
+    }
+
+    private void create(CompletableFuture<Void> done) {
+        // A container, like the engine's parents: the server removes it once the semaphore has no nodes left.
+        run(
+                done,
+                () -> client.create()
+                        .creatingParentContainersIfNeeded()
+                        .withMode(CreateMode.CONTAINER)
+                        .inBackground((c, event) -> {
+                            Code rc = Code.get(event.getResultCode());
+                            if (rc == Code.OK) {
+                                accept(done);
+                            } else if (rc == Code.NODEEXISTS) {
+                                read(done);
+                            } else {
+                                fail(event, done);
+                            }
+                        })
+                        .forPath(path, encoded()));
+    }
+
+    private void accept(CompletableFuture<Void> done) {
+        verified = true;
+        done.complete(null);
+    }
+
+    private void fail(CuratorEvent event, CompletableFuture<Void> done) {
+        Code rc = Code.get(event.getResultCode());
+        done.completeExceptionally(new CoordinationException(
+                "cannot check the maxLeases record of " + path + ": " + rc, KeeperException.create(rc, path)));
+    }
+
+    private byte[] encoded() {
+        return Integer.toString(maxLeases).getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static String abbreviate(String text) {
+        return text.length() <= 40 ? text : text.substring(0, 40) + "...";
+    }
+
+    private interface Call {
+        void run() throws Exception;
+    }
+
+    private static void run(CompletableFuture<Void> done, Call call) {
+        try {
+            call.run();
+        } catch (Exception e) {
+            done.completeExceptionally(new CoordinationException("cannot reach ZooKeeper: " + e, e));
+        }
+    }
+}
