@@ -23,6 +23,13 @@ public final class RequestCounter extends AdvancedTracerDriver {
         return (int) traces.stream().filter(t -> under(t, path)).count();
     }
 
+    /** Requests so far under {@code path} whose trace name starts with {@code operation}, e.g. "GetData". */
+    public int count(String path, String operation) {
+        return (int) traces.stream()
+                .filter(t -> under(t, path) && t.getName().startsWith(operation))
+                .count();
+    }
+
     /** The names of the requests under {@code path}, in order, for failure messages. */
     public List<String> names(String path) {
         return traces.stream()

@@ -27,7 +27,8 @@ import org.apache.zookeeper.client.FourLetterWordMain;
  */
 public final class ZooKeeperFixture {
     public static final Duration SESSION_TIMEOUT = Duration.ofSeconds(4);
-    private static final Pattern TOTAL_WATCHES = Pattern.compile("Total watches:(\\d+)");
+    // mntr's zk_watch_count is data plus child watches; wchs would count data watches only.
+    private static final Pattern WATCH_COUNT = Pattern.compile("zk_watch_count\\s+(\\d+)");
     private static final AtomicInteger PATHS = new AtomicInteger();
 
     private final TestingServer server;
@@ -112,7 +113,7 @@ public final class ZooKeeperFixture {
         stopped = false;
     }
 
-    /** The server's count of watches held by all sessions. */
+    /** The server's count of data and child watches held by all sessions. */
     public int watchCount() throws IOException {
         return watchCount(connectString());
     }
@@ -126,13 +127,13 @@ public final class ZooKeeperFixture {
                     hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
             String reply;
             try {
-                reply = FourLetterWordMain.send4LetterWord(address.getHostString(), address.getPort(), "wchs");
+                reply = FourLetterWordMain.send4LetterWord(address.getHostString(), address.getPort(), "mntr");
             } catch (Exception e) {
                 continue; // a stopped server holds no watches
             }
-            Matcher m = TOTAL_WATCHES.matcher(reply);
+            Matcher m = WATCH_COUNT.matcher(reply);
             if (!m.find()) {
-                throw new IllegalStateException("unexpected wchs reply: " + reply);
+                throw new IllegalStateException("no zk_watch_count in the mntr reply: " + reply);
             }
             total += Integer.parseInt(m.group(1));
         }

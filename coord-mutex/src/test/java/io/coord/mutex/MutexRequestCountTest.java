@@ -93,7 +93,8 @@ class MutexRequestCountTest {
         for (int i = 0; i < waiters; i++) {
             queued[i] = mutex.acquireAsync().thenAccept(Lease::close);
         }
-        await().until(() -> mutex.participants().size() == waiters + 1);
+        // Every waiter has set its one watch, on the node just before its own.
+        await().until(() -> counter.count(path, "GetData") == waiters);
         counter.reset();
 
         first.close();

@@ -16,20 +16,20 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.apache.curator.framework.api.CuratorEvent;
-import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.Watcher.Event.EventType;
+import org.apache.zookeeper.Watcher.Event.KeeperState;
 
 /**
- * One contender's way through the queue: create a node, read the queue once, then wait on watches, pruning the
+ * One contender's way through the queue: create its node(s), read the queue once, then wait on watches, pruning the
  * snapshot instead of reading the children again. {@link #result} completes with the lease, with null when a
- * try-once attempt was refused, or exceptionally; any outcome but a lease withdraws the node.
+ * try-once attempt was refused, or exceptionally; any outcome but a lease withdraws what the attempt created.
  *
- * <p>Each handler decides under {@link #lock} and runs its ZooKeeper calls after releasing it, so that a callback
- * that Curator runs on the calling thread never re-enters a half-made decision.
+ * <p>Each handler decides under {@link #lock} and makes its ZooKeeper calls after releasing it, so that a callback
+ * Curator runs on the calling thread never re-enters a half-made decision.
  */
 final class Attempt {
     private enum Phase {
@@ -38,14 +38,13 @@ final class Attempt {
         DONE
     }
 
+    /** What to ask for: how many nodes to hold together, what grants them, and whether to look only once. */
+    record Request(int nodes, LeasePredicate predicate, boolean tryOnce) {}
+
     private final LeaseEngine engine;
     private final ClientContext context;
     private final SharedPath shared;
     private final Request request;
-    private final boolean tryOnce;
-    // One protection id for the attempt's whole life: any node carrying it is ours, including those that a create
-    // replayed after connection loss left behind, and those of an earlier session.
-    private final String protectionId = UUID.randomUUID().toString();
     private final Watcher watcher = this::watchEvent;
     private final AtomicBoolean ended = new AtomicBoolean();
     final CompletableFuture<LeaseImpl> result = new CompletableFuture<>();
@@ -54,6 +53,9 @@ final class Attempt {
     // Guarded by lock.
     private Phase phase = Phase.ENTERING;
     private int generation;
+    // Name prefixes (_c_<uuid>-) of every generation: a node carrying one is ours, current or left over.
+    private final List<String> ourPrefixes = new ArrayList<>(1);
+    private boolean withdrawn;
     private boolean createPending;
     private boolean readPending;
     private SequenceNode ourNode; // our last node: the one the predicate places
@@ -63,23 +65,16 @@ final class Attempt {
     private SequenceNode[] earlyRead;
     private SequenceNode[] snapshot;
     private int ourIndex;
+    private Long pinned;
     private int staleHits;
-    private boolean troubled;
     private final Set<String> pruned = new HashSet<>();
     private final Set<String> watching = new HashSet<>();
-
-    /**
-     * What to ask for: how many nodes to hold together, the predicate that grants them, and whether to give up after
-     * the first look.
-     */
-    record Request(int nodes, LeasePredicate predicate, boolean tryOnce) {}
 
     Attempt(LeaseEngine engine, ClientContext context, Request request) {
         this.engine = engine;
         this.context = context;
         this.shared = context.join(engine.path());
         this.request = request;
-        this.tryOnce = request.tryOnce();
         result.whenComplete((lease, error) -> {
             if (lease == null) {
                 withdraw();
@@ -94,6 +89,10 @@ final class Attempt {
 
     void start() {
         context.track(this);
+        if (request.tryOnce() && !context.isConnected()) {
+            result.complete(null); // one look cannot be had without a connection; nothing was written
+            return;
+        }
         act(todo -> {
             if (phase != Phase.DONE) {
                 enter(todo);
@@ -105,17 +104,17 @@ final class Attempt {
         result.completeExceptionally(error);
     }
 
-    /** The session died: its node is gone, or going, and its watches with it. Queue again on the next session. */
+    /** The session died: its nodes are gone, or going, and its watches with them. Queue again on the next one. */
     void sessionLost() {
         act(todo -> {
-            if (phase != Phase.DONE) {
-                troubled = true;
-                watching.clear();
-                if (tryOnce) {
-                    finish(null, todo);
-                } else {
-                    enter(todo);
-                }
+            if (phase == Phase.DONE || (ourNode != null && ourSession == context.sessionId())) {
+                return; // done, or already queued on the new session (LOST can arrive late)
+            }
+            watching.clear();
+            if (request.tryOnce()) {
+                finish(null, todo);
+            } else {
+                enter(todo);
             }
         });
     }
@@ -123,28 +122,33 @@ final class Attempt {
     // ---- entering ----
 
     private void enter(List<Runnable> todo) {
-        deleteOurs(todo, context::deleteQuietly);
+        deleteOurs(todo);
         int gen = ++generation;
+        // A fresh id per generation: if the parent is recreated and sequences start over, no new name of ours can
+        // equal one already pruned.
+        String prefix = "_c_" + UUID.randomUUID() + "-";
+        ourPrefixes.add(prefix);
         phase = Phase.ENTERING;
         ourNode = null;
         ourNames = List.of();
         earlyRead = null;
         snapshot = null;
+        unpin();
         staleHits = 0;
         removeWatches(todo);
         createPending = true;
         readPending = true;
-        todo.add(() -> create(gen));
+        todo.add(() -> create(gen, prefix));
         // Pipelined: the read goes out right behind the create, so entering costs one round trip.
         todo.add(() -> read(gen, false));
     }
 
-    private void create(int gen) {
+    private void create(int gen, String prefix) {
         try {
             NodeCreator.create(
                     context.client(),
                     engine.path(),
-                    "_c_" + protectionId + "-" + engine.prefix(),
+                    prefix + engine.prefix(),
                     engine.nodeData(),
                     request.nodes(),
                     (rc, made) -> created(gen, rc, made));
@@ -155,14 +159,14 @@ final class Attempt {
 
     private void created(int gen, KeeperException.Code rc, NodeCreator.Created made) {
         act(todo -> {
-            if (gen != generation || rc != KeeperException.Code.OK) {
+            if (gen != generation) {
                 if (made != null) {
-                    // Nodes we no longer want (withdrawn, replayed after we moved on, or unusable): remove them.
-                    made.names().forEach(name -> todo.add(() -> context.deleteQuietly(full(name))));
+                    made.names().forEach(name -> todo.add(() -> context.deleteGuaranteed(full(name))));
                 }
-                if (gen != generation) {
-                    return;
-                }
+                // A replayed copy of this create may have landed unseen, even after a sweep at withdrawal. Sweep the
+                // old generations' ids only, unless withdrawn: the current one may name a granted lease.
+                sweepLater(todo, !withdrawn);
+                return;
             }
             createPending = false;
             if (rc == KeeperException.Code.OK) {
@@ -179,11 +183,15 @@ final class Attempt {
                 } else if (!readPending) {
                     requestRead(todo);
                 }
-            } else if (isRetryable(rc)) {
-                troubled = true;
-                retry(gen, todo, t -> enter(t));
             } else {
-                failWith(KeeperException.create(rc, engine.path()), todo);
+                if (made != null) {
+                    made.names().forEach(name -> todo.add(() -> context.deleteGuaranteed(full(name))));
+                }
+                if (isRetryable(rc)) {
+                    retry(gen, todo, this::enter);
+                } else {
+                    failWith(KeeperException.create(rc, engine.path()), todo);
+                }
             }
         });
     }
@@ -218,7 +226,6 @@ final class Attempt {
 
     private void readFailed(int gen, Throwable error, List<Runnable> todo) {
         if (error instanceof KeeperException ke && isRetryable(ke.code())) {
-            troubled = true;
             if (!createPending) {
                 retry(gen, todo, t -> {
                     if (!readPending) {
@@ -237,13 +244,22 @@ final class Attempt {
             if (authoritative) {
                 enter(todo); // our node is gone: its session died or somebody deleted it
             } else {
-                requestRead(todo); // the read overtook our create (a retry or a parent just created)
+                requestRead(todo); // the read overtook our create (a retry, or a parent just created)
             }
             return;
         }
         snapshot = nodes;
         ourIndex = index;
         staleHits = 0;
+        unpin();
+        pinned = nodes[0].sequence();
+        shared.pin(pinned);
+        // Copies of our create that Curator replayed after a lost reply sit before us, under our own id.
+        for (int i = 0; i < index; i++) {
+            if (isOurs(nodes[i]) && !ourNames.contains(nodes[i].name())) {
+                dropStray(nodes[i], todo);
+            }
+        }
         evaluate(todo);
     }
 
@@ -253,31 +269,25 @@ final class Attempt {
         if (phase == Phase.DONE || snapshot == null || readPending) {
             return;
         }
-        List<SequenceNode> queue = livePrefix(todo);
+        List<SequenceNode> queue = livePrefix();
         Decision decision = request.predicate().evaluate(queue, queue.size() - 1);
         if (decision.granted()) {
             grant(todo);
             return;
         }
-        if (tryOnce) {
+        if (request.tryOnce()) {
             finish(null, todo);
             return;
         }
         phase = Phase.WAITING;
-        boolean strayFound = false;
         for (SequenceNode node : decision.watch()) {
             if (ourNames.contains(node.name())) {
                 continue; // our own earlier nodes of a multi-node request leave only with us
             }
-            if (isOurs(node)) {
-                strayFound |= dropStray(node, todo);
-            } else if (watching.add(node.name())) {
+            if (watching.add(node.name())) {
                 int gen = generation;
                 todo.add(() -> watch(gen, node));
             }
-        }
-        if (strayFound) {
-            evaluate(todo);
         }
     }
 
@@ -286,42 +296,36 @@ final class Attempt {
      * leave after the snapshot was read, never join, so this stays a superset of the live ones, and each predicate
      * that grants on a superset grants on the real queue too.
      */
-    private List<SequenceNode> livePrefix(List<Runnable> todo) {
-        if (pruned.isEmpty() && !troubled && !shared.hasKnownDeletions()) {
+    private List<SequenceNode> livePrefix() {
+        if (pruned.isEmpty() && !shared.hasKnownDeletions()) {
             return Arrays.asList(snapshot).subList(0, ourIndex + 1);
         }
         List<SequenceNode> live = new ArrayList<>(ourIndex + 1);
         for (int i = 0; i < ourIndex; i++) {
             SequenceNode node = snapshot[i];
-            if (pruned.contains(node.name()) || shared.isKnownDeleted(node)) {
-                continue;
+            if (!pruned.contains(node.name()) && !shared.isKnownDeleted(node)) {
+                live.add(node);
             }
-            if (troubled && isOurs(node) && !ourNames.contains(node.name())) {
-                dropStray(node, todo);
-                continue;
-            }
-            live.add(node);
         }
         live.add(ourNode);
         return live;
     }
 
-    private boolean dropStray(SequenceNode node, List<Runnable> todo) {
-        if (!pruned.add(node.name())) {
-            return false;
+    private void dropStray(SequenceNode node, List<Runnable> todo) {
+        if (pruned.add(node.name())) {
+            String stray = full(node.name());
+            todo.add(() -> context.deleteGuaranteed(stray));
         }
-        String stray = full(node.name());
-        todo.add(() -> context.deleteQuietly(stray));
-        return true;
     }
 
     private void grant(List<Runnable> todo) {
         List<String> paths = ourNames.stream().map(this::full).toList();
         LeaseImpl lease = context.newLease(paths, ourToken, ourSession);
         if (lease == null) {
-            enter(todo); // the node belongs to a session that is no longer ours: it is dead or dying
+            enter(todo); // the nodes belong to a session that is no longer ours: dead or dying
             return;
         }
+        ourNames = List.of(); // the lease owns them now
         finish(lease, todo);
     }
 
@@ -352,10 +356,13 @@ final class Attempt {
 
     private void watchSet(int gen, SequenceNode node, CuratorEvent event) {
         act(todo -> {
-            if (gen != generation || phase == Phase.DONE) {
+            KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+            if (gen != generation || phase == Phase.DONE || !watching.contains(node.name())) {
+                if (rc == KeeperException.Code.OK) {
+                    todo.add(() -> Watches.unwatch(context.client(), watcher, full(node.name())));
+                }
                 return;
             }
-            KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
             switch (rc) {
                 case OK -> {} // wait for the watch to fire
                 case NONODE -> {
@@ -372,7 +379,6 @@ final class Attempt {
                 default -> {
                     watching.remove(node.name());
                     if (isRetryable(rc)) {
-                        troubled = true;
                         retry(gen, todo, t -> {
                             if (!readPending) {
                                 requestRead(t);
@@ -387,8 +393,13 @@ final class Attempt {
     }
 
     private void watchEvent(WatchedEvent event) {
-        if (event.getType() == EventType.None || event.getPath() == null) {
-            return; // connection changes reach us through the client's state listener
+        if (event.getType() == EventType.None) {
+            // Connection changes reach us through the client's state listener, except the close of a namespace
+            // facade, which only its watches see.
+            if (event.getState() == KeeperState.Closed && context.isClosed()) {
+                fail(ClientContext.closedError(engine.path()));
+            }
+            return;
         }
         act(todo -> {
             String name = ZKPaths.getNodeFromPath(event.getPath());
@@ -413,77 +424,79 @@ final class Attempt {
     private void withdraw() {
         act(todo -> {
             phase = Phase.DONE;
+            withdrawn = true;
             generation++; // a create still in flight now finds itself stale and deletes what it made
             removeWatches(todo);
-            deleteOurs(todo, context::deleteGuaranteed);
-            if (troubled) {
-                todo.add(this::sweep);
-            }
+            deleteOurs(todo);
+            sweepLater(todo, false);
         });
     }
 
-    /** After connection trouble, a replayed create may have left more nodes with our id: find and delete them. */
-    private void sweep() {
-        try {
-            context.client()
-                    .getChildren()
-                    .inBackground((c, event) -> {
-                        if (event.getChildren() != null) {
-                            event.getChildren().stream()
-                                    .filter(name -> name.startsWith("_c_" + protectionId + "-"))
-                                    .forEach(name -> context.deleteGuaranteed(full(name)));
-                        }
-                    })
-                    .forPath(engine.path());
-        } catch (Exception e) {
-            // The client is closed, and the session's end deletes the nodes.
-        }
+    private void sweepLater(List<Runnable> todo, boolean spareCurrent) {
+        List<String> prefixes =
+                List.copyOf(spareCurrent ? ourPrefixes.subList(0, ourPrefixes.size() - 1) : ourPrefixes);
+        todo.add(() -> shared.sweep(prefixes));
     }
 
     private void end() {
         if (ended.compareAndSet(false, true)) {
+            lock.lock();
+            try {
+                unpin();
+            } finally {
+                lock.unlock();
+            }
             context.untrack(this);
             context.leave(shared);
+        }
+    }
+
+    private void unpin() {
+        if (pinned != null) {
+            shared.unpin(pinned);
+            pinned = null;
         }
     }
 
     private void removeWatches(List<Runnable> todo) {
         for (String name : watching) {
             String path = full(name);
-            todo.add(() -> {
-                try {
-                    context.client()
-                            .watchers()
-                            .remove(watcher)
-                            .ofType(Watcher.WatcherType.Data)
-                            .quietly()
-                            .inBackground()
-                            .forPath(path);
-                } catch (Exception e) {
-                    // The watch dies with the connection.
-                }
-            });
+            todo.add(() -> Watches.unwatch(context.client(), watcher, path));
         }
         watching.clear();
+    }
+
+    private void deleteOurs(List<Runnable> todo) {
+        for (String name : ourNames) {
+            String path = full(name);
+            todo.add(() -> context.deleteGuaranteed(path));
+        }
+        ourNames = List.of();
     }
 
     // ---- plumbing ----
 
     private void retry(int gen, List<Runnable> todo, Consumer<List<Runnable>> step) {
-        if (tryOnce) {
+        if (request.tryOnce()) {
             finish(null, todo);
             return;
         }
-        todo.add(() -> context.whenConnected(() -> act(t -> {
-            if (gen == generation && phase != Phase.DONE) {
-                step.accept(t);
+        todo.add(() -> {
+            if (context.isClosed()) {
+                fail(ClientContext.closedError(engine.path()));
+                return;
             }
-        })));
+            context.whenConnected(() -> act(t -> {
+                if (gen == generation && phase != Phase.DONE) {
+                    step.accept(t);
+                }
+            }));
+        });
     }
 
     private void failWith(Throwable cause, List<Runnable> todo) {
         phase = Phase.DONE;
-        RuntimeException error = context.client().getState() == CuratorFrameworkState.STOPPED
+        RuntimeException error = context.isClosed()
                 ? ClientContext.closedError(engine.path())
                 : new CoordinationException("ZooKeeper refused a request for " + engine.path() + ": " + cause, cause);
         todo.add(() -> result.completeExceptionally(error));
@@ -494,21 +507,22 @@ final class Attempt {
         lock.lock();
         try {
             step.accept(todo);
+        } catch (RuntimeException e) {
+            // A predicate that throws, or a broken invariant: fail loudly rather than leave a node queued for ever.
+            failWith(e, todo);
         } finally {
             lock.unlock();
         }
         todo.forEach(Runnable::run);
     }
 
-    private void deleteOurs(List<Runnable> todo, Consumer<String> delete) {
-        for (String name : ourNames) {
-            String path = full(name);
-            todo.add(() -> delete.accept(path));
-        }
-    }
-
     private boolean isOurs(SequenceNode node) {
-        return node.protectionId().filter(protectionId::equals).isPresent();
+        for (String prefix : ourPrefixes) {
+            if (node.name().startsWith(prefix)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private String full(String child) {

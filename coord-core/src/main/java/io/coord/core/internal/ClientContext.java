@@ -10,14 +10,11 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.CuratorEventType;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.zookeeper.KeeperException;
 import org.slf4j.Logger;
@@ -25,18 +22,16 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Everything coord keeps per {@link CuratorFramework}: the one connection-state listener that drives every lease of
- * the client, the contenders still waiting, the per-path shared state, and the thread that completes user-facing
- * futures so that ZooKeeper's event thread never runs user code.
+ * the client, the contenders still waiting, and the per-path shared state.
  */
 final class ClientContext {
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
     private static final ReentrantLock REGISTRY_LOCK = new ReentrantLock();
     // Weak both ways: the client keeps its context alive through the listeners it holds, and nothing else does.
     private static final Map<CuratorFramework, WeakReference<ClientContext>> REGISTRY = new WeakHashMap<>();
-    private static final AtomicInteger THREAD_IDS = new AtomicInteger();
 
     private final CuratorFramework client;
-    private final ThreadPoolExecutor callbacks;
+    private final Executor internal = Executors.internal();
     private final Set<LeaseImpl> leases = ConcurrentHashMap.newKeySet();
     private final Set<Attempt> attempts = ConcurrentHashMap.newKeySet();
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
@@ -50,13 +45,6 @@ final class ClientContext {
 
     private ClientContext(CuratorFramework client) {
         this.client = client;
-        this.connected = client.getZookeeperClient().isConnected();
-        this.callbacks = new ThreadPoolExecutor(1, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
-            Thread t = new Thread(r, "coord-callbacks-" + THREAD_IDS.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
-        callbacks.allowCoreThreadTimeOut(true);
     }
 
     static ClientContext of(CuratorFramework client) {
@@ -66,13 +54,29 @@ final class ClientContext {
             ClientContext context = ref == null ? null : ref.get();
             if (context == null) {
                 context = new ClientContext(client);
-                client.getConnectionStateListenable().addListener(context::stateChanged);
-                client.getCuratorListenable().addListener(context::curatorEvent);
+                context.listen();
                 REGISTRY.put(client, new WeakReference<>(context));
             }
             return context;
         } finally {
             REGISTRY_LOCK.unlock();
+        }
+    }
+
+    private void listen() {
+        client.getConnectionStateListenable().addListener(this::stateChanged);
+        try {
+            client.getCuratorListenable().addListener(this::curatorEvent);
+        } catch (UnsupportedOperationException e) {
+            // A namespace facade has no CuratorListenable. Its close is seen instead by the watches and requests of
+            // waiters, and by leases the next time their state is read.
+        }
+        // Read after registering: a CONNECTED delivered in between is then seen one way or the other.
+        stateLock.lock();
+        try {
+            connected |= client.getZookeeperClient().isConnected();
+        } finally {
+            stateLock.unlock();
         }
     }
 
@@ -82,7 +86,7 @@ final class ClientContext {
 
     /** Runs user-facing completions and callbacks, never on ZooKeeper's event thread. */
     Executor callbacks() {
-        return callbacks;
+        return Executors.USER;
     }
 
     SharedPath join(String path) {
@@ -99,14 +103,7 @@ final class ClientContext {
 
     void track(Attempt attempt) {
         attempts.add(attempt);
-        boolean isClosed;
-        stateLock.lock();
-        try {
-            isClosed = closed;
-        } finally {
-            stateLock.unlock();
-        }
-        if (isClosed) {
+        if (isClosed()) {
             attempt.fail(closedError(attempt.path()));
         }
     }
@@ -115,9 +112,36 @@ final class ClientContext {
         attempts.remove(attempt);
     }
 
+    /** True once the client is closed; also notices the close of a namespace facade, which sends no event. */
+    boolean isClosed() {
+        boolean noticed;
+        stateLock.lock();
+        try {
+            if (closed) {
+                return true;
+            }
+            noticed = client.getState() == CuratorFrameworkState.STOPPED;
+        } finally {
+            stateLock.unlock();
+        }
+        if (noticed) {
+            closed();
+        }
+        return noticed;
+    }
+
+    boolean isConnected() {
+        stateLock.lock();
+        try {
+            return connected;
+        } finally {
+            stateLock.unlock();
+        }
+    }
+
     /**
-     * Registers a granted lease, HELD or SUSPECT as the connection stands. Returns null if the znode belongs to a
-     * session other than the current one: such a node is dead or dying, and must never be reported as held.
+     * Registers a granted lease, HELD or SUSPECT as the connection stands. Returns null if the znodes belong to a
+     * session other than the current one: such nodes are dead or dying, and must never be reported as held.
      */
     LeaseImpl newLease(List<String> nodes, long fencingToken, long ownerSession) {
         stateLock.lock();
@@ -125,8 +149,8 @@ final class ClientContext {
             if (closed || ownerSession != sessionId()) {
                 return null;
             }
-            LeaseImpl lease =
-                    new LeaseImpl(this, nodes, fencingToken, connected ? LeaseState.HELD : LeaseState.SUSPECT);
+            LeaseImpl lease = new LeaseImpl(
+                    this, nodes, fencingToken, ownerSession, connected ? LeaseState.HELD : LeaseState.SUSPECT);
             leases.add(lease);
             return lease;
         } finally {
@@ -138,7 +162,7 @@ final class ClientContext {
         leases.remove(lease);
     }
 
-    /** Runs {@code task} on the callback thread once the client is connected, at once if it is now. */
+    /** Runs {@code task} on coord's retry thread once the client is connected, at once if it is now. */
     void whenConnected(Runnable task) {
         stateLock.lock();
         try {
@@ -152,7 +176,7 @@ final class ClientContext {
         } finally {
             stateLock.unlock();
         }
-        callbacks.execute(task);
+        internal.execute(task);
     }
 
     /** The current ZooKeeper session id, or 0 when there is no handle. */
@@ -164,7 +188,7 @@ final class ClientContext {
         }
     }
 
-    /** Deletes a lease's znode, retried by Curator across connection loss until it succeeds or the session ends. */
+    /** Deletes a znode of ours, retried by Curator across connection loss until it succeeds or the session ends. */
     void deleteGuaranteed(String path) {
         try {
             client.delete()
@@ -177,7 +201,7 @@ final class ClientContext {
         }
     }
 
-    /** Best-effort delete of a znode we no longer want, such as the leftover of a replayed create. */
+    /** Best-effort delete of a znode of a session that is already gone. */
     void deleteQuietly(String path) {
         try {
             client.delete()
@@ -203,6 +227,7 @@ final class ClientContext {
     private void stateChanged(CuratorFramework c, ConnectionState state) {
         List<Runnable> ready = List.of();
         List<LeaseImpl> toConfirm = List.of();
+        List<LeaseImpl> lost = List.of();
         long epoch;
         stateLock.lock();
         try {
@@ -222,67 +247,77 @@ final class ClientContext {
                 }
                 case LOST -> {
                     connected = false;
-                    List.copyOf(leases).forEach(this::loseAndDelete);
+                    // LOST can arrive after the next session is up: leases granted on that one are not lost.
+                    long current = sessionId();
+                    lost = leases.stream().filter(l -> l.session() != current).toList();
+                    lost.forEach(l -> l.moveTo(LeaseState.LOST));
                 }
             }
         } finally {
             stateLock.unlock();
         }
+        // If the expiry was only declared by the client, the old session may linger on the server a little longer;
+        // deleting its nodes now lets the next holder in without waiting for that.
+        lost.forEach(l -> l.nodes().forEach(this::deleteQuietly));
         if (state == ConnectionState.LOST) {
             // Waiters' znodes died with the session: each queues again on the next one.
             List.copyOf(attempts).forEach(Attempt::sessionLost);
         }
         toConfirm.forEach(l -> confirm(l, epoch));
-        ready.forEach(callbacks::execute);
-    }
-
-    private void loseAndDelete(LeaseImpl lease) {
-        if (lease.moveTo(LeaseState.LOST)) {
-            // If the expiry was only declared by the client, the old session may linger on the server a little
-            // longer; deleting its nodes now lets the next holder in without waiting for that.
-            lease.nodes().forEach(this::deleteQuietly);
-        }
+        ready.forEach(internal::execute);
     }
 
     /** After a reconnect, a SUSPECT lease is HELD again only if its znode still belongs to this session. */
     private void confirm(LeaseImpl lease, long epoch) {
         try {
             client.checkExists()
-                    .inBackground((c, event) -> {
-                        stateLock.lock();
-                        try {
-                            if (epoch != connectionEpoch) {
-                                return; // the connection moved on; the next RECONNECTED confirms again
-                            }
-                            KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
-                            if (rc == KeeperException.Code.OK) {
-                                boolean ours = event.getStat() != null
-                                        && event.getStat().getEphemeralOwner() == sessionId();
-                                lease.moveTo(ours ? LeaseState.HELD : LeaseState.LOST);
-                            } else if (rc == KeeperException.Code.NONODE) {
-                                lease.moveTo(LeaseState.LOST);
-                            }
-                        } finally {
-                            stateLock.unlock();
-                        }
-                    })
+                    .inBackground((c, event) -> confirmed(lease, epoch, event))
                     .forPath(lease.path());
         } catch (Exception e) {
             log.debug("could not confirm {}", lease.path(), e);
         }
     }
 
-    private void curatorEvent(CuratorFramework c, CuratorEvent event) {
-        if (event.getType() != CuratorEventType.CLOSING) {
-            return;
+    private void confirmed(LeaseImpl lease, long epoch, CuratorEvent event) {
+        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+        boolean retry = false;
+        stateLock.lock();
+        try {
+            if (epoch != connectionEpoch) {
+                return; // the connection moved on; the next RECONNECTED confirms again
+            }
+            if (rc == KeeperException.Code.OK) {
+                boolean ours = event.getStat() != null && event.getStat().getEphemeralOwner() == lease.session();
+                lease.moveTo(ours && lease.session() == sessionId() ? LeaseState.HELD : LeaseState.LOST);
+            } else if (rc == KeeperException.Code.NONODE) {
+                lease.moveTo(LeaseState.LOST);
+            } else {
+                retry = true;
+            }
+        } finally {
+            stateLock.unlock();
         }
+        if (retry) {
+            whenConnected(() -> confirm(lease, epoch));
+        }
+    }
+
+    private void curatorEvent(CuratorFramework c, CuratorEvent event) {
+        if (event.getType() == CuratorEventType.CLOSING) {
+            closed();
+        }
+    }
+
+    /** The client is closed: its session is closed with it, which deletes every ephemeral node. */
+    void closed() {
+        List<LeaseImpl> lost;
         stateLock.lock();
         try {
             closed = true;
             connected = false;
             onConnected = new ArrayList<>();
-            // Closing the client closes its session, which deletes every ephemeral node: no lease survives it.
-            List.copyOf(leases).forEach(l -> l.moveTo(LeaseState.LOST));
+            lost = List.copyOf(leases);
+            lost.forEach(l -> l.moveTo(LeaseState.LOST));
         } finally {
             stateLock.unlock();
         }

@@ -12,6 +12,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 
@@ -66,16 +67,22 @@ public final class LeaseEngine {
     public CompletableFuture<Lease> acquireAsync(int nodes, LeasePredicate grant) {
         Attempt attempt = start(new Attempt.Request(nodes, grant, false));
         CompletableFuture<Lease> future = new CompletableFuture<>();
-        ClientContext context = ClientContext.of(client);
-        attempt.result.whenComplete((lease, error) -> context.callbacks().execute(() -> {
-            if (error != null) {
-                future.completeExceptionally(error);
-            } else if (!future.complete(lease)) {
-                lease.close(); // the caller gave up first
-            }
-        }));
+        AtomicReference<Lease> delivered = new AtomicReference<>();
+        attempt.result.whenComplete((lease, error) -> ClientContext.of(client)
+                .callbacks()
+                .execute(() -> {
+                    if (error != null) {
+                        future.completeExceptionally(error);
+                        return;
+                    }
+                    delivered.set(lease);
+                    if (!future.complete(lease)) {
+                        lease.close(); // the caller gave up first
+                    }
+                }));
         future.whenComplete((lease, error) -> {
-            if (error != null) {
+            // Cancelled, timed out, or completed from outside with anything but our lease: withdraw.
+            if (lease == null || lease != delivered.get()) {
                 attempt.result.cancel(false);
             }
         });

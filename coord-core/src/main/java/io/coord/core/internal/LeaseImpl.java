@@ -3,45 +3,52 @@ package io.coord.core.internal;
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.Objects;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** A lease on one znode. Every state change goes through {@link #moveTo}. */
+/**
+ * A lease on one or more znodes created together. Every state change goes through {@link #moveTo}, and listeners
+ * hear the changes in the order they happened, never on the thread that made them.
+ */
 final class LeaseImpl implements Lease {
     private static final Logger log = LoggerFactory.getLogger(LeaseImpl.class);
 
     private final ClientContext context;
     private final List<String> nodes;
     private final long fencingToken;
-    private final AtomicReference<LeaseState> state;
+    private final long session;
     private final CompletableFuture<LeaseState> ended = new CompletableFuture<>();
     private final CopyOnWriteArrayList<StateListener> listeners = new CopyOnWriteArrayList<>();
+    private final ReentrantLock lock = new ReentrantLock();
+    // Guarded by lock.
+    private LeaseState state;
+    private final Queue<LeaseState> undelivered = new ArrayDeque<>();
+    private boolean delivering;
 
     private record StateListener(Consumer<LeaseState> listener, Executor executor) {}
 
-    /** {@code nodes}: the full paths of the znodes held together, in sequence order; the first names the lease. */
-    LeaseImpl(ClientContext context, List<String> nodes, long fencingToken, LeaseState initial) {
+    /** {@code nodes}: full paths in sequence order, the first naming the lease; {@code session}: their owner. */
+    LeaseImpl(ClientContext context, List<String> nodes, long fencingToken, long session, LeaseState initial) {
         this.context = context;
         this.nodes = List.copyOf(nodes);
         this.fencingToken = fencingToken;
-        this.state = new AtomicReference<>(initial);
+        this.session = session;
+        this.state = initial;
     }
 
     @Override
     public String path() {
         return nodes.get(0);
-    }
-
-    List<String> nodes() {
-        return nodes;
     }
 
     @Override
@@ -51,12 +58,16 @@ final class LeaseImpl implements Lease {
 
     @Override
     public LeaseState state() {
-        return state.get();
+        LeaseState now = current();
+        if ((now == LeaseState.HELD || now == LeaseState.SUSPECT) && context.isClosed()) {
+            return current(); // closing the client made it LOST
+        }
+        return now;
     }
 
     @Override
     public boolean isValid() {
-        return state.get() == LeaseState.HELD;
+        return state() == LeaseState.HELD;
     }
 
     @Override
@@ -89,26 +100,48 @@ final class LeaseImpl implements Lease {
 
     @Override
     public String toString() {
-        return "Lease[" + path() + ", token=" + fencingToken + ", " + state.get() + "]";
+        return "Lease[" + path() + ", token=" + fencingToken + ", " + current() + "]";
     }
 
-    /** Applies one transition if it is allowed from the current state; returns whether the state changed. */
+    List<String> nodes() {
+        return nodes;
+    }
+
+    long session() {
+        return session;
+    }
+
+    /** Applies one transition if the current state allows it; returns whether the state changed. */
     boolean moveTo(LeaseState next) {
-        LeaseState current;
-        do {
-            current = state.get();
-            if (!allowed(current, next)) {
+        boolean startDelivery;
+        lock.lock();
+        try {
+            if (!allowed(state, next)) {
                 return false;
             }
-        } while (!state.compareAndSet(current, next));
-        for (StateListener l : listeners) {
-            notify(l, next);
+            state = next;
+            undelivered.add(next);
+            startDelivery = !delivering;
+            delivering = true;
+        } finally {
+            lock.unlock();
         }
         if (next == LeaseState.LOST || next == LeaseState.RELEASED) {
             context.forget(this);
-            context.callbacks().execute(() -> ended.complete(next));
+        }
+        if (startDelivery) {
+            context.callbacks().execute(this::deliver);
         }
         return true;
+    }
+
+    private LeaseState current() {
+        lock.lock();
+        try {
+            return state;
+        } finally {
+            lock.unlock();
+        }
     }
 
     private static boolean allowed(LeaseState from, LeaseState to) {
@@ -117,6 +150,29 @@ final class LeaseImpl implements Lease {
             case SUSPECT -> to == LeaseState.HELD || to == LeaseState.LOST || to == LeaseState.RELEASED;
             case LOST, RELEASED -> false;
         };
+    }
+
+    /** Hands queued states to the listeners one at a time, in order; the final one also completes {@link #ended}. */
+    private void deliver() {
+        while (true) {
+            LeaseState next;
+            lock.lock();
+            try {
+                next = undelivered.poll();
+                if (next == null) {
+                    delivering = false;
+                    return;
+                }
+            } finally {
+                lock.unlock();
+            }
+            for (StateListener l : listeners) {
+                notify(l, next);
+            }
+            if (next == LeaseState.LOST || next == LeaseState.RELEASED) {
+                ended.complete(next);
+            }
+        }
     }
 
     private void notify(StateListener l, LeaseState next) {

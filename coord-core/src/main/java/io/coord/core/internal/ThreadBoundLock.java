@@ -88,7 +88,7 @@ public final class ThreadBoundLock implements DistributedLock {
     @Override
     public boolean isHeldByCurrentThread() {
         Hold hold = holds.get(Thread.currentThread());
-        return hold != null && hold.lease.state() != LeaseState.LOST;
+        return hold != null && isLive(hold.lease);
     }
 
     @Override
@@ -99,7 +99,8 @@ public final class ThreadBoundLock implements DistributedLock {
 
     @Override
     public boolean isAcquiredInThisProcess() {
-        return !holds.isEmpty() || asyncLeases.stream().anyMatch(l -> l.state() != LeaseState.LOST);
+        return holds.values().stream().anyMatch(h -> isLive(h.lease))
+                || asyncLeases.stream().anyMatch(ThreadBoundLock::isLive);
     }
 
     @Override
@@ -155,6 +156,12 @@ public final class ThreadBoundLock implements DistributedLock {
             return true;
         }
         return false;
+    }
+
+    /** HELD, or SUSPECT and possibly HELD again: not yet lost or released. */
+    private static boolean isLive(Lease lease) {
+        LeaseState state = lease.state();
+        return state == LeaseState.HELD || state == LeaseState.SUSPECT;
     }
 
     private void checkNotLost(Hold hold) {

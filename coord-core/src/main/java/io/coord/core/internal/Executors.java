@@ -1,0 +1,40 @@
+package io.coord.core.internal;
+
+import java.util.concurrent.Executor;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** The threads coord runs on besides ZooKeeper's: none of them exists while there is nothing to do. */
+final class Executors {
+    private static final AtomicInteger IDS = new AtomicInteger();
+
+    /**
+     * Completes user-facing futures, so that their dependent stages never run on ZooKeeper's event thread. A cached
+     * pool: one thread while completions are quick, and another whenever user code blocks in a dependent stage, so
+     * that such code can never starve a later completion.
+     */
+    static final Executor USER = new ThreadPoolExecutor(
+            0, Integer.MAX_VALUE, 30, TimeUnit.SECONDS, new SynchronousQueue<>(), daemon("coord-completions-"));
+
+    private Executors() {}
+
+    /** One thread for coord's own retries of a client; no user code ever runs on it. */
+    static ThreadPoolExecutor internal() {
+        ThreadPoolExecutor executor = new ThreadPoolExecutor(
+                1, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), daemon("coord-retries-"));
+        executor.allowCoreThreadTimeOut(true);
+        return executor;
+    }
+
+    private static ThreadFactory daemon(String prefix) {
+        return r -> {
+            Thread t = new Thread(r, prefix + IDS.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}

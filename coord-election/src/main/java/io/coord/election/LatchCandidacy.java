@@ -1,0 +1,264 @@
+package io.coord.election;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.core.internal.LeaseEngine;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A {@link LeaderLatch}'s place in the election: the pending request, the term it holds, and the phase they put the
+ * latch in. Every phase change goes through {@link #moveTo}, which is also where listeners are told.
+ */
+final class LatchCandidacy {
+    private static final Logger log = LoggerFactory.getLogger(LatchCandidacy.class);
+
+    private enum Phase {
+        LATENT,
+        /** Queued for a term. */
+        WAITING,
+        /** Holding a HELD term. */
+        LEADING,
+        /** Holding a SUSPECT term: not leading until the reconnect confirms the znode is still ours. */
+        SUSPENDED,
+        /** Left the election on a failure that retrying cannot fix, such as a closed client. */
+        FAILED,
+        CLOSED
+    }
+
+    private final LeaseEngine engine;
+    private final String name;
+    // Grants and lease states are handled here, one at a time, in the order they happened.
+    private final Executor events;
+    private final Listeners<LeaderListener> listeners;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    // Guarded by lock. Engine calls are made after releasing it: the engine's own locks call back into ours.
+    private Phase phase = Phase.LATENT;
+    private CompletableFuture<Lease> pending;
+    private Lease term;
+    private Throwable failure;
+
+    LatchCandidacy(LeaseEngine engine, String name, Executor events, Listeners<LeaderListener> listeners) {
+        this.engine = engine;
+        this.name = name;
+        this.events = events;
+        this.listeners = listeners;
+    }
+
+    void start() {
+        lock.lock();
+        try {
+            if (phase != Phase.LATENT) {
+                throw new IllegalStateException("already started: " + name + " is " + phase);
+            }
+            moveTo(Phase.WAITING);
+        } finally {
+            lock.unlock();
+        }
+        try {
+            join();
+        } catch (RuntimeException e) {
+            leaveOnFailure(e);
+            throw e;
+        }
+    }
+
+    /** The term while it is HELD and ours; empty otherwise. */
+    Optional<Lease> term() {
+        lock.lock();
+        try {
+            return leading() ? Optional.of(term) : Optional.empty();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Waits until leading; false when {@code nanos} run out. {@code forever} ignores {@code nanos}. */
+    boolean await(long nanos, boolean forever) throws InterruptedException {
+        long remaining = nanos;
+        lock.lockInterruptibly();
+        try {
+            while (!leading()) {
+                checkCanLead();
+                if (forever) {
+                    changed.await();
+                } else if (remaining <= 0) {
+                    return false;
+                } else {
+                    remaining = changed.awaitNanos(remaining);
+                }
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void close() {
+        CompletableFuture<Lease> waiting;
+        Lease held;
+        lock.lock();
+        try {
+            if (phase == Phase.CLOSED) {
+                return;
+            }
+            waiting = pending;
+            held = term;
+            pending = null;
+            term = null;
+            moveTo(Phase.CLOSED); // notLeader() is queued before the node goes
+        } finally {
+            lock.unlock();
+        }
+        if (waiting != null) {
+            waiting.cancel(false); // the engine withdraws it and deletes its node; a late grant is released
+        }
+        if (held != null) {
+            held.close();
+        }
+    }
+
+    // ---- events ----
+
+    /** Queues for a term. The grant, and every later state of its lease, is handled on {@link #events}. */
+    private void join() {
+        CompletableFuture<Lease> request = engine.acquireAsync();
+        boolean wanted;
+        lock.lock();
+        try {
+            wanted = phase == Phase.WAITING && pending == null && term == null;
+            if (wanted) {
+                pending = request;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (!wanted) {
+            request.cancel(false); // closed in the meantime
+            return;
+        }
+        request.whenComplete((lease, error) -> events.execute(() -> granted(request, lease, error)));
+    }
+
+    private void granted(CompletableFuture<Lease> request, Lease lease, Throwable error) {
+        boolean ours;
+        lock.lock();
+        try {
+            ours = request == pending;
+            if (ours) {
+                pending = null;
+                if (error != null) {
+                    failure = error;
+                    moveTo(Phase.FAILED);
+                } else {
+                    term = lease;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (!ours) {
+            if (lease != null) {
+                lease.close(); // granted after close() withdrew it
+            }
+            return;
+        }
+        if (error != null) {
+            log.warn("{} left the election", name, error);
+            return;
+        }
+        lease.addStateListener(state -> termChanged(lease, state), events);
+        // The lease may have moved before the listener was added: start from its state now.
+        termChanged(lease, lease.state());
+    }
+
+    /** Follows the term's lease. Runs on {@link #events}, so states arrive in the order the lease took them. */
+    private void termChanged(Lease lease, LeaseState state) {
+        boolean rejoin = false;
+        lock.lock();
+        try {
+            if (lease != term) {
+                return; // an earlier term, or the latch was closed
+            }
+            switch (state) {
+                case HELD -> moveTo(Phase.LEADING);
+                case SUSPECT -> moveTo(Phase.SUSPENDED);
+                case LOST, RELEASED -> {
+                    // The znode is gone or going: queue again with a new one, which can only get a later epoch.
+                    term = null;
+                    moveTo(Phase.WAITING);
+                    rejoin = true;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (rejoin) {
+            try {
+                join();
+            } catch (RuntimeException e) {
+                log.warn("{} cannot queue again after losing its term", name, e);
+                leaveOnFailure(e);
+            }
+        }
+    }
+
+    private void leaveOnFailure(RuntimeException e) {
+        lock.lock();
+        try {
+            if (phase == Phase.WAITING && pending == null && term == null) {
+                failure = e;
+                moveTo(Phase.FAILED);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---- state ----
+
+    /** The one place the phase changes. Runs under {@link #lock}; listeners hear of it after the change. */
+    private void moveTo(Phase next) {
+        Phase previous = phase;
+        boolean allowed = switch (previous) {
+            case LATENT -> next == Phase.WAITING || next == Phase.CLOSED;
+            case WAITING -> next != Phase.LATENT;
+            case LEADING, SUSPENDED -> next != Phase.LATENT && next != Phase.FAILED;
+            case FAILED -> next == Phase.CLOSED;
+            case CLOSED -> false;
+        };
+        if (!allowed) {
+            throw new IllegalStateException(name + " cannot move from " + previous + " to " + next);
+        }
+        phase = next;
+        if (next == Phase.LEADING && previous != Phase.LEADING) {
+            Lease leaderTerm = term;
+            listeners.fire("isLeader", l -> l.isLeader(leaderTerm));
+        } else if (previous == Phase.LEADING && next != Phase.LEADING) {
+            listeners.fire("notLeader", LeaderListener::notLeader);
+        }
+        changed.signalAll();
+    }
+
+    /** Leading needs both: the phase says so, and the lease is HELD right now, even before its event reaches us. */
+    private boolean leading() {
+        return phase == Phase.LEADING && term.isValid();
+    }
+
+    private void checkCanLead() {
+        switch (phase) {
+            case LATENT -> throw new IllegalStateException("not started: " + name);
+            case CLOSED -> throw new IllegalStateException("closed: " + name);
+            case FAILED -> throw new CoordinationException(name + " left the election: " + failure, failure);
+            default -> {}
+        }
+    }
+}

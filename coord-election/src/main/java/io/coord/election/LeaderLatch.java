@@ -1,0 +1,129 @@
+package io.coord.election;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.Lease;
+import io.coord.core.LeasePredicate;
+import io.coord.core.Participant;
+import io.coord.core.internal.Arguments;
+import io.coord.core.internal.LeaseEngine;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
+import org.apache.curator.framework.CuratorFramework;
+
+/**
+ * Joins an election and stays in it until closed: the participant with the lowest sequence node leads.
+ *
+ * <p>Nodes are {@code <path>/_c_<uuid>-latch-<seq>} with the participant id as data, the layout of Curator's
+ * {@code LeaderLatch}, so the two elect one leader between them on one path.
+ *
+ * <p>Leadership follows the term's {@link Lease}. When it turns SUSPECT (connection down) the latch stops leading at
+ * once and {@link LeaderListener#notLeader()} fires. If the session survives and the znode is still ours, the same
+ * term is HELD again and {@link LeaderListener#isLeader} fires with it. When the term is LOST (session expired, znode
+ * gone) the latch queues again with a new node, and a later term always has a larger epoch. Closing the term's lease
+ * yourself gives the term up, and the latch queues again at the back.
+ *
+ * <pre>{@code
+ * try (LeaderLatch latch = new LeaderLatch(client, "/election/billing", "node-1")) {
+ *     latch.addListener(listener, executor);
+ *     latch.start();
+ *     latch.await();
+ *     runAsLeader(latch.term().orElseThrow().fencingToken());
+ * }
+ * }</pre>
+ */
+public final class LeaderLatch implements AutoCloseable {
+    static final String PREFIX = "latch-";
+
+    private final LeaseEngine engine;
+    private final String id;
+    private final Listeners<LeaderListener> listeners;
+    private final LatchCandidacy candidacy;
+
+    /** Checks its arguments and does no I/O; {@link #start()} joins the election. */
+    public LeaderLatch(CuratorFramework client, String path, String participantId) {
+        Arguments.client(client);
+        Arguments.path(path);
+        this.id = Arguments.participantId(participantId);
+        byte[] data = id.getBytes(StandardCharsets.UTF_8);
+        this.engine = new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), data);
+        Executor events = new SerialExecutor(ForkJoinPool.commonPool());
+        this.listeners = new Listeners<>(path, events);
+        this.candidacy = new LatchCandidacy(engine, toString(), events, listeners);
+    }
+
+    /**
+     * Joins the election. Once only: a second call, or a call after {@link #close()}, throws
+     * {@link IllegalStateException}, as does a client that was never started.
+     */
+    public void start() {
+        candidacy.start();
+    }
+
+    /** True while this latch holds a HELD term. False at once when the term turns SUSPECT or LOST. */
+    public boolean hasLeadership() {
+        return candidacy.term().isPresent();
+    }
+
+    /**
+     * Waits until this latch leads.
+     *
+     * @throws IllegalStateException if the latch is not started, or is closed before it leads
+     * @throws CoordinationException if the latch left the election on a failure, such as a closed client
+     */
+    public void await() throws InterruptedException {
+        candidacy.await(0, true);
+    }
+
+    /**
+     * Waits at most {@code timeout} for this latch to lead, and answers whether it does. {@link Duration#ZERO}
+     * looks once. Throws as {@link #await()} does when the latch never can lead.
+     */
+    public boolean await(Duration timeout) throws InterruptedException {
+        return candidacy.await(Durations.toNanosSaturated(Arguments.timeout(timeout)), false);
+    }
+
+    /** The current term, present only while this latch leads. Its fencing token is the leader epoch. */
+    public Optional<Lease> term() {
+        return candidacy.term();
+    }
+
+    /**
+     * Tells {@code listener}, on {@code executor}, of every change of leadership after this call, in order. A
+     * listener that throws is logged and ignored.
+     */
+    public void addListener(LeaderListener listener, Executor executor) {
+        listeners.add(listener, executor);
+    }
+
+    /** The first participant in queue order: the leader, or the next one while the leader hands over. One read. */
+    public Optional<Participant> leader() {
+        return participants().stream().findFirst();
+    }
+
+    /** Every participant on the path, leader first, in queue order. One read. */
+    public List<Participant> participants() {
+        return engine.participants();
+    }
+
+    public String id() {
+        return id;
+    }
+
+    /**
+     * Leaves the election: {@code notLeader()} fires if this latch led, a pending request is withdrawn, and the node
+     * is deleted (in the background, retried until it is gone), so the next participant takes over. Idempotent.
+     */
+    @Override
+    public void close() {
+        candidacy.close();
+    }
+
+    @Override
+    public String toString() {
+        return "LeaderLatch[" + engine.path() + ", id=" + id + "]";
+    }
+}

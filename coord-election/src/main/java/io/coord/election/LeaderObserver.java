@@ -1,0 +1,293 @@
+package io.coord.election;
+
+import io.coord.core.Participant;
+import io.coord.core.SequenceNode;
+import io.coord.core.internal.Arguments;
+import java.nio.charset.StandardCharsets;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.framework.state.ConnectionStateListener;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Follows who leads an election without taking part: for a {@link LeaderLatch}, a {@link LeaderSelector}, or
+ * Curator's recipes on the same path. The leader is the child with the lowest sequence number, whatever its prefix.
+ *
+ * <p>It costs one watch: a children watch on the election path, re-armed on every change. Each change costs one
+ * children read, plus one data read when the leader changes (for its id).
+ *
+ * <p>Listeners hear every change of leader, including "nobody leads" as {@code Optional.empty()}. A leader whose
+ * node is seen gone is never reported again: while the new leader's id is being read, {@link #leader()} is empty.
+ * While the connection is down the last known leader is kept, and checked again on reconnect.
+ */
+public final class LeaderObserver implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(LeaderObserver.class);
+
+    private enum Phase {
+        LATENT,
+        STARTED,
+        CLOSED
+    }
+
+    private final CuratorFramework client;
+    private final String path;
+    private final Watcher watcher = this::watched;
+    private final ConnectionStateListener connectionListener = this::connectionChanged;
+    private final Listeners<Consumer<Optional<Participant>>> listeners;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    // Guarded by lock.
+    private Phase phase = Phase.LATENT;
+    private String leaderNode; // lowest child in the latest children reply, null for none
+    private Participant leader; // leaderNode with its id, once read; null until then
+    private String reportedNode; // what listeners last heard, null for nobody
+
+    /** Checks its arguments and does no I/O. */
+    public LeaderObserver(CuratorFramework client, String path) {
+        this.client = Arguments.client(client);
+        this.path = Arguments.path(path);
+        this.listeners = new Listeners<>(path, new SerialExecutor(ForkJoinPool.commonPool()));
+    }
+
+    /** Starts watching. Once only; the client must have been started. */
+    public void start() {
+        lock.lock();
+        try {
+            if (phase != Phase.LATENT) {
+                throw new IllegalStateException("already started: " + this + " is " + phase);
+            }
+            if (client.getState() == CuratorFrameworkState.LATENT) {
+                throw new IllegalStateException("the client must be started before observing " + path);
+            }
+            phase = Phase.STARTED;
+        } finally {
+            lock.unlock();
+        }
+        client.getConnectionStateListenable().addListener(connectionListener);
+        readChildren();
+    }
+
+    /** The current leader, empty when nobody leads (or before the first read has answered). */
+    public Optional<Participant> leader() {
+        lock.lock();
+        try {
+            return Optional.ofNullable(leader);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Tells {@code listener}, on {@code executor}, of every change of leader after this call. A listener that throws
+     * is logged and ignored.
+     */
+    public void addListener(Consumer<Optional<Participant>> listener, Executor executor) {
+        listeners.add(listener, executor);
+    }
+
+    /** Stops notifying and removes the watch. Idempotent. */
+    @Override
+    public void close() {
+        boolean started;
+        lock.lock();
+        try {
+            started = phase == Phase.STARTED;
+            phase = Phase.CLOSED;
+        } finally {
+            lock.unlock();
+        }
+        if (started) {
+            client.getConnectionStateListenable().removeListener(connectionListener);
+            removeWatches(Watcher.WatcherType.Any);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "LeaderObserver[" + path + "]";
+    }
+
+    // ---- reading ----
+
+    private void readChildren() {
+        if (isClosed()) {
+            return;
+        }
+        try {
+            client.getChildren()
+                    .usingWatcher(watcher)
+                    .inBackground(this::childrenRead)
+                    .forPath(path);
+        } catch (Exception e) {
+            log.debug("{} cannot read children; the client is closed", this, e);
+        }
+    }
+
+    private void childrenRead(CuratorFramework c, CuratorEvent event) {
+        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+        switch (rc) {
+            case OK -> childrenChanged(event.getChildren());
+            case NONODE -> {
+                childrenChanged(List.of());
+                // getChildren on a missing node leaves no watch. Watch for the path's creation with exists, which
+                // does leave one there; it is armed only while the path is missing, so we never hold two.
+                watchCreation();
+            }
+            default -> log.debug("{} read children: {}; reading again on reconnect", this, rc);
+        }
+        if (isClosed()) {
+            removeWatches(Watcher.WatcherType.Any); // the read re-armed a watch that close() had removed
+        }
+    }
+
+    private void watchCreation() {
+        if (isClosed()) {
+            return;
+        }
+        try {
+            client.checkExists()
+                    .usingWatcher(watcher)
+                    .inBackground(this::existenceChecked)
+                    .forPath(path);
+        } catch (Exception e) {
+            log.debug("{} cannot watch for the path; the client is closed", this, e);
+        }
+    }
+
+    private void existenceChecked(CuratorFramework c, CuratorEvent event) {
+        if (event.getResultCode() == KeeperException.Code.OK.intValue()) {
+            // Created between the two reads: the exists watch now sits on a live node. Trade it for the children
+            // watch, which is the one that sees the election.
+            removeWatches(Watcher.WatcherType.Data);
+            readChildren();
+        } else if (isClosed()) {
+            removeWatches(Watcher.WatcherType.Any);
+        }
+    }
+
+    private void childrenChanged(List<String> children) {
+        Optional<SequenceNode> lowest = children.stream()
+                .map(SequenceNode::parse)
+                .flatMap(Optional::stream)
+                .min(Comparator.naturalOrder());
+        String name = lowest.map(SequenceNode::name).orElse(null);
+        lock.lock();
+        try {
+            if (phase != Phase.STARTED || Objects.equals(name, leaderNode)) {
+                return; // no change, or its id is already being read
+            }
+            leaderNode = name;
+            leader = null; // whoever led before is gone, whether or not we know the new one's id yet
+            if (name == null) {
+                report(null);
+            }
+        } finally {
+            lock.unlock();
+        }
+        lowest.ifPresent(this::readLeader);
+    }
+
+    private void readLeader(SequenceNode node) {
+        try {
+            client.getData()
+                    .inBackground((c, event) -> leaderRead(node, event))
+                    .forPath(ZKPaths.makePath(path, node.name()));
+        } catch (Exception e) {
+            log.debug("{} cannot read leader {}; the client is closed", this, node.name(), e);
+        }
+    }
+
+    private void leaderRead(SequenceNode node, CuratorEvent event) {
+        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+        lock.lock();
+        try {
+            // Only the node the latest children reply named: an older reply's leader may already be gone.
+            if (phase != Phase.STARTED || !node.name().equals(leaderNode)) {
+                return;
+            }
+            switch (rc) {
+                case OK -> {
+                    byte[] data = event.getData();
+                    String id = data == null ? "" : new String(data, StandardCharsets.UTF_8);
+                    leader = new Participant(id, node.name(), node.sequence());
+                    report(leader);
+                }
+                // Deleted since the children read: that read's watch fires, and the next reply names the new leader.
+                case NONODE -> {}
+                // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
+                default -> leaderNode = null;
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Runs under {@link #lock}: tells listeners when the leader's node differs from the last one they heard. */
+    private void report(Participant now) {
+        String name = now == null ? null : now.nodeName();
+        if (!Objects.equals(name, reportedNode)) {
+            reportedNode = name;
+            Optional<Participant> value = Optional.ofNullable(now);
+            listeners.fire("leader change to " + value, l -> l.accept(value));
+        }
+    }
+
+    // ---- events ----
+
+    private void watched(WatchedEvent event) {
+        // Connection events come through connectionChanged; every node event means "look again".
+        if (event.getType() != Watcher.Event.EventType.None) {
+            readChildren();
+        }
+    }
+
+    private void connectionChanged(CuratorFramework c, ConnectionState state) {
+        // After a new session the watch is gone, and a read that failed while disconnected left none: read again.
+        if (state == ConnectionState.CONNECTED || state == ConnectionState.RECONNECTED) {
+            readChildren();
+        }
+    }
+
+    /**
+     * Unregisters our watcher in the client. ZooKeeper answers a one-watcher removal with a check only, so the
+     * server keeps its entry (one per session and path, however many watchers) until the path next changes; the
+     * client then drops that event. removeAll would clear the server entry too, but also every other watcher this
+     * client keeps on the path.
+     */
+    private void removeWatches(Watcher.WatcherType type) {
+        try {
+            client.watchers()
+                    .remove(watcher)
+                    .ofType(type)
+                    .quietly()
+                    .inBackground()
+                    .forPath(path);
+        } catch (Exception e) {
+            log.debug("{} cannot remove its watch; it ends with the session", this, e);
+        }
+    }
+
+    private boolean isClosed() {
+        lock.lock();
+        try {
+            return phase == Phase.CLOSED;
+        } finally {
+            lock.unlock();
+        }
+    }
+}

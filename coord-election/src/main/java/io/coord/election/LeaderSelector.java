@@ -1,0 +1,107 @@
+package io.coord.election;
+
+import io.coord.core.LeasePredicate;
+import io.coord.core.Participant;
+import io.coord.core.internal.Arguments;
+import io.coord.core.internal.LeaseEngine;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import org.apache.curator.framework.CuratorFramework;
+
+/**
+ * Runs a {@link LeadershipTask} each time it wins the election; a term lasts until the task returns.
+ *
+ * <p>Nodes use the mutex layout, {@code <path>/_c_<uuid>-lock-<seq>} with the participant id as data, so this
+ * selector and Curator's {@code LeaderSelector} take turns on one path.
+ *
+ * <p>The task runs on a thread this selector owns. That thread is interrupted when the term turns SUSPECT or LOST, on
+ * {@link #interruptLeadership()} and on {@link #close()}. The term's znode is deleted only when the task returns, so
+ * the next leader does not start while this task still runs, unless this session is lost (then the term is LOST and
+ * the next leader's epoch is larger: fence your writes with it).
+ *
+ * <pre>{@code
+ * LeaderSelector selector = new LeaderSelector(client, "/election/billing", "node-1", term -> {
+ *     while (!Thread.currentThread().isInterrupted()) {
+ *         billing.runBatch(term.fencingToken());
+ *     }
+ * });
+ * selector.autoRequeue();
+ * selector.start();
+ * }</pre>
+ */
+public final class LeaderSelector implements AutoCloseable {
+    static final String PREFIX = "lock-";
+
+    private final LeaseEngine engine;
+    private final String id;
+    private final SelectorTerms terms;
+
+    /** Checks its arguments and does no I/O; {@link #start()} joins the election. */
+    public LeaderSelector(CuratorFramework client, String path, String participantId, LeadershipTask task) {
+        Arguments.client(client);
+        Arguments.path(path);
+        this.id = Arguments.participantId(participantId);
+        Objects.requireNonNull(task, "task must not be null");
+        byte[] data = id.getBytes(StandardCharsets.UTF_8);
+        this.engine = new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), data);
+        this.terms = new SelectorTerms(engine, toString(), task);
+    }
+
+    /**
+     * Joins the election. Once only: a second call, or a call after {@link #close()}, throws
+     * {@link IllegalStateException}, as does a client that was never started.
+     */
+    public void start() {
+        terms.start();
+    }
+
+    /** Re-enter the election after each term from now on, at the back of the queue. */
+    public void autoRequeue() {
+        terms.autoRequeue();
+    }
+
+    /**
+     * Re-enters the election once, at the back of the queue. False if already queued or leading, or closed.
+     *
+     * @throws IllegalStateException if the selector was never started
+     */
+    public boolean requeue() {
+        return terms.requeue();
+    }
+
+    /** True while the task runs on a HELD term. False at once when the term turns SUSPECT or LOST. */
+    public boolean hasLeadership() {
+        return terms.hasLeadership();
+    }
+
+    /** Interrupts the running task, if any. The term ends when the task returns. */
+    public void interruptLeadership() {
+        terms.interruptLeadership();
+    }
+
+    /** The first participant in queue order: the leader, or the next one while the leader hands over. One read. */
+    public Optional<Participant> leader() {
+        return participants().stream().findFirst();
+    }
+
+    /** Every participant on the path, leader first, in queue order. One read. */
+    public List<Participant> participants() {
+        return engine.participants();
+    }
+
+    /**
+     * Leaves the election: withdraws a pending request and interrupts a running task. The term's znode is deleted
+     * when the task returns, and the selector's thread ends after it. Does not wait for the task. Idempotent.
+     */
+    @Override
+    public void close() {
+        terms.close();
+    }
+
+    @Override
+    public String toString() {
+        return "LeaderSelector[" + engine.path() + ", id=" + id + "]";
+    }
+}

@@ -1,0 +1,60 @@
+package io.coord.election;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The user's listeners of one election object, each with its executor. Changes are handed over through the
+ * object's {@link SerialExecutor}, so every listener hears them in the order they happened, and never on
+ * ZooKeeper's event thread. A listener that throws is logged and ignored.
+ */
+final class Listeners<L> {
+    private static final Logger log = LoggerFactory.getLogger(Listeners.class);
+
+    private record Registration<L>(L listener, Executor executor) {}
+
+    private final String path;
+    private final Executor serial;
+    private final List<Registration<L>> registered = new CopyOnWriteArrayList<>();
+
+    Listeners(String path, Executor serial) {
+        this.path = path;
+        this.serial = serial;
+    }
+
+    void add(L listener, Executor executor) {
+        registered.add(new Registration<>(
+                Objects.requireNonNull(listener, "listener must not be null"),
+                Objects.requireNonNull(executor, "executor must not be null")));
+    }
+
+    /**
+     * Tells every listener registered now. Call it right after the state changed, under the owner's lock, so that
+     * changes queue in the order they were made; nothing runs here but an enqueue.
+     */
+    void fire(String change, Consumer<L> call) {
+        for (Registration<L> r : registered) {
+            serial.execute(() -> deliver(r, change, call));
+        }
+    }
+
+    private void deliver(Registration<L> r, String change, Consumer<L> call) {
+        try {
+            r.executor().execute(() -> {
+                try {
+                    call.accept(r.listener());
+                } catch (RuntimeException e) {
+                    log.warn("listener {} failed on {} for election {}", r.listener(), change, path, e);
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            log.warn("executor of listener {} rejected {} for election {}", r.listener(), change, path, e);
+        }
+    }
+}

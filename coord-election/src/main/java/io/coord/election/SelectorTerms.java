@@ -1,0 +1,295 @@
+package io.coord.election;
+
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.core.internal.LeaseEngine;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A {@link LeaderSelector}'s terms: queueing, handing each grant to the selector's own thread, interrupting the task
+ * when the term turns SUSPECT or LOST, and releasing the term when the task returns. Every phase change goes through
+ * {@link #moveTo}.
+ */
+final class SelectorTerms {
+    private static final Logger log = LoggerFactory.getLogger(SelectorTerms.class);
+    private static final AtomicInteger THREAD_IDS = new AtomicInteger();
+
+    private enum Phase {
+        LATENT,
+        /** Started, not queued: the last term ended and nobody asked for another. */
+        IDLE,
+        QUEUED,
+        /** Granted a term, from the grant until the task returns. */
+        LEADING,
+        CLOSED
+    }
+
+    private final LeaseEngine engine;
+    private final String name;
+    private final LeadershipTask task;
+    // The one thread that runs the task. It starts with the first term and ends after an idle spell or close().
+    private final ThreadPoolExecutor runner;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    // Guarded by lock. Engine calls are made after releasing it, because the engine's locks call back into ours.
+    private Phase phase = Phase.LATENT;
+    private boolean autoRequeue;
+    private CompletableFuture<Lease> pending;
+    private Lease term;
+    private Thread leaderThread;
+
+    SelectorTerms(LeaseEngine engine, String name, LeadershipTask task) {
+        this.engine = engine;
+        this.name = name;
+        this.task = task;
+        String threadName = "coord-leader-selector-" + THREAD_IDS.incrementAndGet();
+        this.runner = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+            Thread t = new Thread(r, threadName);
+            t.setDaemon(true);
+            return t;
+        });
+        runner.allowCoreThreadTimeOut(true);
+    }
+
+    void start() {
+        lock.lock();
+        try {
+            if (phase != Phase.LATENT) {
+                throw new IllegalStateException("already started: " + name + " is " + phase);
+            }
+            moveTo(Phase.QUEUED);
+        } finally {
+            lock.unlock();
+        }
+        join();
+    }
+
+    void autoRequeue() {
+        lock.lock();
+        try {
+            autoRequeue = true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    boolean requeue() {
+        lock.lock();
+        try {
+            switch (phase) {
+                case LATENT -> throw new IllegalStateException("not started: " + name);
+                case IDLE -> moveTo(Phase.QUEUED);
+                default -> {
+                    return false;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        join();
+        return true;
+    }
+
+    /** The task runs, and its term is HELD right now, even before a SUSPECT or LOST interrupt lands. */
+    boolean hasLeadership() {
+        lock.lock();
+        try {
+            return leaderThread != null && term.isValid();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void interruptLeadership() {
+        lock.lock();
+        try {
+            if (leaderThread != null) {
+                leaderThread.interrupt();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Withdraws, interrupts, and lets the runner end once the term already handed over has released its lease. */
+    void close() {
+        CompletableFuture<Lease> waiting;
+        lock.lock();
+        try {
+            if (phase == Phase.CLOSED) {
+                return;
+            }
+            waiting = pending;
+            pending = null;
+            moveTo(Phase.CLOSED);
+            if (leaderThread != null) {
+                leaderThread.interrupt();
+            }
+        } finally {
+            lock.unlock();
+        }
+        runner.shutdown(); // a term already handed over still runs, sees CLOSED and releases its lease
+        if (waiting != null) {
+            waiting.cancel(false); // the engine withdraws it and deletes its node; a late grant is released
+        }
+    }
+
+    // ---- terms ----
+
+    private void join() {
+        CompletableFuture<Lease> request;
+        try {
+            request = engine.acquireAsync();
+        } catch (RuntimeException e) {
+            lock.lock();
+            try {
+                if (phase == Phase.QUEUED && pending == null) {
+                    moveTo(Phase.IDLE);
+                }
+            } finally {
+                lock.unlock();
+            }
+            throw e;
+        }
+        boolean wanted;
+        lock.lock();
+        try {
+            wanted = phase == Phase.QUEUED && pending == null;
+            if (wanted) {
+                pending = request;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (!wanted) {
+            request.cancel(false); // closed in the meantime
+            return;
+        }
+        request.whenComplete((lease, error) -> granted(request, lease, error));
+    }
+
+    /** Runs on coord's callback thread: hands the term to the runner, and never runs the task itself. */
+    private void granted(CompletableFuture<Lease> request, Lease lease, Throwable error) {
+        boolean ours;
+        lock.lock();
+        try {
+            ours = request == pending;
+            if (ours) {
+                pending = null;
+                term = lease;
+                moveTo(error == null ? Phase.LEADING : Phase.IDLE);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (!ours) {
+            if (lease != null) {
+                lease.close(); // granted after close() withdrew it
+            }
+            return;
+        }
+        if (error != null) {
+            log.warn("{} left the election; requeue() to try again", name, error);
+            return;
+        }
+        // Runs on whichever thread moves the lease, possibly under the engine's locks: it only interrupts.
+        lease.addStateListener(state -> termChanged(lease, state), Runnable::run);
+        try {
+            runner.execute(() -> runTerm(lease));
+        } catch (RejectedExecutionException e) {
+            endTerm(lease); // closed between the grant and now
+        }
+    }
+
+    private void termChanged(Lease lease, LeaseState state) {
+        if (state == LeaseState.SUSPECT || state == LeaseState.LOST) {
+            lock.lock();
+            try {
+                if (lease == term && leaderThread != null) {
+                    leaderThread.interrupt();
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** Runs on the runner thread. */
+    private void runTerm(Lease lease) {
+        boolean run;
+        lock.lock();
+        try {
+            run = phase == Phase.LEADING && term == lease;
+            if (run) {
+                leaderThread = Thread.currentThread();
+            }
+        } finally {
+            lock.unlock();
+        }
+        try {
+            // Checked after leaderThread is set: a later SUSPECT or LOST interrupts us, an earlier one is seen here.
+            if (run && lease.isValid()) {
+                task.takeLeadership(lease);
+            }
+        } catch (InterruptedException e) {
+            log.debug("{} was interrupted while leading", name);
+        } catch (Exception e) {
+            log.warn("{}: takeLeadership failed, so its term ends", name, e);
+        } finally {
+            endTerm(lease);
+        }
+    }
+
+    private void endTerm(Lease lease) {
+        boolean again = false;
+        lock.lock();
+        try {
+            if (term == lease) {
+                if (leaderThread == Thread.currentThread()) {
+                    // Nothing interrupts this thread for this term any more: clear what was meant for it, so that
+                    // it cannot leak into the next term.
+                    Thread.interrupted();
+                }
+                term = null;
+                leaderThread = null;
+                if (phase == Phase.LEADING) {
+                    again = autoRequeue;
+                    moveTo(again ? Phase.QUEUED : Phase.IDLE);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        // Deleted before the next create: one session's requests are served in order, so we queue behind the rest.
+        lease.close();
+        if (again) {
+            try {
+                join();
+            } catch (RuntimeException e) {
+                log.warn("{} cannot queue again after its term", name, e);
+            }
+        }
+    }
+
+    /** The one place the phase changes. Runs under {@link #lock}. */
+    private void moveTo(Phase next) {
+        boolean allowed = switch (phase) {
+            case LATENT, IDLE -> next == Phase.QUEUED || next == Phase.CLOSED;
+            case QUEUED -> next == Phase.LEADING || next == Phase.IDLE || next == Phase.CLOSED;
+            case LEADING -> next == Phase.IDLE || next == Phase.QUEUED || next == Phase.CLOSED;
+            case CLOSED -> false;
+        };
+        if (!allowed) {
+            throw new IllegalStateException("selector " + name + " cannot move from " + phase + " to " + next);
+        }
+        phase = next;
+    }
+}

@@ -1,0 +1,60 @@
+package io.coord.election;
+
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs tasks one at a time, in the order they were given, on a shared pool. Each election object has one, so that
+ * its internal events and its listener deliveries keep their order without owning a thread, and without ever running
+ * on ZooKeeper's event thread or under a lock of coord's.
+ */
+final class SerialExecutor implements Executor {
+    private static final Logger log = LoggerFactory.getLogger(SerialExecutor.class);
+
+    private final Executor pool;
+    private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final AtomicBoolean scheduled = new AtomicBoolean();
+
+    SerialExecutor(Executor pool) {
+        this.pool = pool;
+    }
+
+    @Override
+    public void execute(Runnable task) {
+        tasks.add(task);
+        schedule();
+    }
+
+    private void schedule() {
+        // The check after the flag is released in runAll() closes the gap where a task is added while it finishes.
+        if (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
+            try {
+                pool.execute(this::runAll);
+            } catch (RejectedExecutionException e) {
+                scheduled.set(false);
+                throw e;
+            }
+        }
+    }
+
+    private void runAll() {
+        try {
+            Runnable task;
+            while ((task = tasks.poll()) != null) {
+                try {
+                    task.run();
+                } catch (RuntimeException e) {
+                    log.error("election event task {} failed", task, e);
+                }
+            }
+        } finally {
+            scheduled.set(false);
+        }
+        schedule();
+    }
+}

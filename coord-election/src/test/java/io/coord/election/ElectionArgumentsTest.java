@@ -1,0 +1,165 @@
+package io.coord.election;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Every argument a user can get wrong, and the message they see. */
+class ElectionArgumentsTest {
+    private static final LeadershipTask IDLE = term -> {};
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    @Test
+    void nullClientIsRefused() {
+        assertMessage(NullPointerException.class, "client must not be null", () -> new LeaderLatch(null, "/e", "id"));
+        assertMessage(
+                NullPointerException.class,
+                "client must not be null",
+                () -> new LeaderSelector(null, "/e", "id", IDLE));
+        assertMessage(NullPointerException.class, "client must not be null", () -> new LeaderObserver(null, "/e"));
+    }
+
+    @Test
+    void nullPathIsRefused() {
+        CuratorFramework client = zk.unstartedClient();
+        String message = "path must not be null";
+        assertMessage(IllegalArgumentException.class, message, () -> new LeaderLatch(client, null, "id"));
+        assertMessage(IllegalArgumentException.class, message, () -> new LeaderSelector(client, null, "id", IDLE));
+        assertMessage(IllegalArgumentException.class, message, () -> new LeaderObserver(client, null));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"", "election", "/election/", "/a//b", "/a/./b", "/"})
+    void invalidPathIsRefused(String path) {
+        CuratorFramework client = zk.unstartedClient();
+        for (Executable constructor : new Executable[] {
+            () -> new LeaderLatch(client, path, "id"),
+            () -> new LeaderSelector(client, path, "id", IDLE),
+            () -> new LeaderObserver(client, path)
+        }) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, constructor);
+            assertTrue(e.getMessage().contains("\"" + path + "\""), e.getMessage());
+        }
+    }
+
+    @Test
+    void participantIdTaskListenerAndExecutorMustBePresent() {
+        CuratorFramework client = zk.unstartedClient();
+        assertMessage(
+                NullPointerException.class,
+                "participantId must not be null",
+                () -> new LeaderLatch(client, "/e", null));
+        assertMessage(
+                NullPointerException.class,
+                "participantId must not be null",
+                () -> new LeaderSelector(client, "/e", null, IDLE));
+        assertMessage(
+                NullPointerException.class,
+                "task must not be null",
+                () -> new LeaderSelector(client, "/e", "id", null));
+        LeaderLatch latch = new LeaderLatch(client, "/e", "id");
+        assertMessage(
+                NullPointerException.class, "listener must not be null", () -> latch.addListener(null, Runnable::run));
+        assertMessage(
+                NullPointerException.class,
+                "executor must not be null",
+                () -> latch.addListener(LeaderLatchTest.recorder("x", new java.util.ArrayList<>()), null));
+        LeaderObserver observer = new LeaderObserver(client, "/e");
+        assertMessage(
+                NullPointerException.class,
+                "listener must not be null",
+                () -> observer.addListener(null, Runnable::run));
+        assertMessage(
+                NullPointerException.class, "executor must not be null", () -> observer.addListener(l -> {}, null));
+    }
+
+    @Test
+    void awaitNeedsAStartedLatchAndAValidTimeout() {
+        LeaderLatch latch = new LeaderLatch(zk.unstartedClient(), "/e", "id");
+        assertMessage(NullPointerException.class, "timeout must not be null", () -> latch.await(null));
+        assertMessage(
+                IllegalArgumentException.class,
+                "timeout must not be negative: PT-1S",
+                () -> latch.await(Duration.ofSeconds(-1)));
+        assertMessage(IllegalStateException.class, "not started: " + latch, latch::await);
+        assertMessage(IllegalStateException.class, "not started: " + latch, () -> latch.await(Duration.ZERO));
+    }
+
+    @Test
+    void startingTwiceOrAfterCloseIsRefused() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("twice");
+        CuratorFramework client = zk.newClient();
+        LeaderLatch latch = new LeaderLatch(client, path, "id");
+        latch.start();
+        assertStartRefused(latch::start);
+        latch.close();
+        assertStartRefused(latch::start);
+
+        LeaderSelector selector = new LeaderSelector(client, path, "id", IDLE);
+        selector.start();
+        assertStartRefused(selector::start);
+        selector.close();
+        assertStartRefused(selector::start);
+
+        LeaderObserver observer = new LeaderObserver(client, path);
+        observer.start();
+        assertStartRefused(observer::start);
+        observer.close();
+        assertStartRefused(observer::start);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void constructorsDoNoIoAndStartNeedsAStartedClient() {
+        CuratorFramework client = zk.unstartedClient();
+        LeaderLatch latch = new LeaderLatch(client, "/e/latch", "id");
+        assertMessage(
+                IllegalStateException.class, "the client must be started before acquiring /e/latch", latch::start);
+        LeaderSelector selector = new LeaderSelector(client, "/e/selector", "id", IDLE);
+        assertMessage(IllegalStateException.class, "not started: " + selector, selector::requeue);
+        assertMessage(
+                IllegalStateException.class,
+                "the client must be started before acquiring /e/selector",
+                selector::start);
+        LeaderObserver observer = new LeaderObserver(client, "/e/observer");
+        assertMessage(
+                IllegalStateException.class,
+                "the client must be started before observing /e/observer",
+                observer::start);
+    }
+
+    private static void assertStartRefused(Executable start) {
+        IllegalStateException e = assertThrows(IllegalStateException.class, start);
+        assertTrue(e.getMessage().startsWith("already started"), e.getMessage());
+    }
+
+    private static void assertMessage(Class<? extends Throwable> type, String message, Executable call) {
+        assertEquals(message, assertThrows(type, call).getMessage());
+    }
+}

@@ -1,0 +1,146 @@
+package io.coord.election;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Session expiry and connection loss under a leading latch. */
+@Timeout(60)
+class LeaderLatchFaultTest {
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    @Test
+    void expiredLeaderStepsDownAndTheNextLeadsWithAHigherEpoch() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("expiry");
+        CuratorFramework leaderClient = zk.newClient();
+        LeaderLatch old = new LeaderLatch(leaderClient, path, "old");
+        LeaderLatch next = new LeaderLatch(zk.newClient(), path, "next");
+        TermRecorder oldTerms = new TermRecorder();
+        old.addListener(oldTerms, Runnable::run);
+        old.start();
+        assertTrue(old.await(Duration.ofSeconds(10)));
+        Lease stale = old.term().orElseThrow();
+        next.start();
+        await().until(() -> next.participants().size() == 2);
+
+        zk.expireSession(leaderClient);
+
+        assertTrue(next.await(Duration.ofSeconds(20)));
+        Lease successor = next.term().orElseThrow();
+        assertTrue(successor.fencingToken() > stale.fencingToken(), successor + " after " + stale);
+        await().until(() -> oldTerms.events.contains("notLeader"));
+        assertFalse(old.hasLeadership());
+        // SUSPECT until the old client hears that its session expired; never HELD again.
+        await().atMost(Duration.ofSeconds(20)).until(() -> stale.state() == LeaseState.LOST);
+        // The old leader queues again with a new znode, behind the new leader.
+        await().atMost(Duration.ofSeconds(20)).until(() -> next.participants().size() == 2);
+        assertEquals("old", next.participants().get(1).id());
+        assertFalse(old.hasLeadership());
+
+        next.close();
+        assertTrue(old.await(Duration.ofSeconds(20)));
+        Lease later = old.term().orElseThrow();
+        assertNotEquals(stale.path(), later.path());
+        assertTrue(later.fencingToken() > successor.fencingToken(), later + " after " + successor);
+        await().until(() -> oldTerms.events.size() == 3); // listeners hear of it just after the state changed
+        assertEquals(List.of("isLeader", "notLeader", "isLeader"), oldTerms.events);
+        assertEquals(List.of(stale, later), oldTerms.terms);
+        old.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void droppedConnectionSuspendsLeadershipAndReconnectRestoresTheSameTerm() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("suspect");
+        LeaderLatch latch = new LeaderLatch(zk.newClient(), path, "only");
+        TermRecorder recorder = new TermRecorder();
+        latch.addListener(recorder, Runnable::run);
+        latch.start();
+        assertTrue(latch.await(Duration.ofSeconds(10)));
+        Lease term = latch.term().orElseThrow();
+
+        zk.stopServer();
+        await().until(() -> term.state() == LeaseState.SUSPECT);
+        assertFalse(latch.hasLeadership());
+        assertTrue(latch.term().isEmpty());
+        await().until(() -> recorder.events.equals(List.of("isLeader", "notLeader")));
+
+        zk.restartServer();
+        assertTrue(latch.await(Duration.ofSeconds(20)));
+        await().until(() -> recorder.events.size() == 3);
+        assertEquals(List.of("isLeader", "notLeader", "isLeader"), recorder.events);
+        assertSame(term, latch.term().orElseThrow());
+        assertSame(term, recorder.terms.get(1));
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void closingTheClientEndsLeadershipAndAwaitSaysWhy() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-client");
+        CuratorFramework client = zk.newClient();
+        LeaderLatch latch = new LeaderLatch(client, path, "only");
+        TermRecorder recorder = new TermRecorder();
+        latch.addListener(recorder, Runnable::run);
+        latch.start();
+        assertTrue(latch.await(Duration.ofSeconds(10)));
+
+        client.close();
+        await().until(() -> recorder.events.equals(List.of("isLeader", "notLeader")));
+        assertFalse(latch.hasLeadership());
+        CoordinationException e = assertThrows(CoordinationException.class, () -> latch.await(Duration.ofSeconds(10)));
+        assertTrue(e.getMessage().startsWith(latch + " left the election: "), e.getMessage());
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    /** Records what a latch heard, and the terms it was given. */
+    private static final class TermRecorder implements LeaderListener {
+        final List<String> events = new CopyOnWriteArrayList<>();
+        final List<Lease> terms = new CopyOnWriteArrayList<>();
+
+        @Override
+        public void isLeader(Lease term) {
+            terms.add(term);
+            events.add("isLeader");
+        }
+
+        @Override
+        public void notLeader() {
+            events.add("notLeader");
+        }
+    }
+}

@@ -1,0 +1,214 @@
+package io.coord.election;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Lease;
+import io.coord.core.Participant;
+import io.coord.testkit.ZooKeeperFixture;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.CreateMode;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Election, hand-over, listeners and leaving, against one embedded server. */
+@Timeout(60)
+class LeaderLatchTest {
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    @Test
+    void tenLatchesElectOneLeaderAndClosingItHandsOverToTheEarliestRemaining() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("ten");
+        List<LeaderLatch> latches = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            LeaderLatch latch = new LeaderLatch(zk.newClient(), path, "p" + i);
+            latch.start();
+            int joined = i + 1;
+            // One at a time, so that queue order is start order.
+            await().until(() -> latch.participants().size() == joined);
+            latches.add(latch);
+        }
+        assertTrue(latches.get(0).await(Duration.ofSeconds(10)));
+        assertEquals(List.of("p0"), leaders(latches));
+        assertEquals("p0", latches.get(5).leader().orElseThrow().id());
+        long epoch = latches.get(0).term().orElseThrow().fencingToken();
+
+        latches.get(2).close(); // a waiter leaves: the queue closes up
+        latches.get(0).close();
+        assertFalse(latches.get(0).hasLeadership());
+        assertTrue(latches.get(1).await(Duration.ofSeconds(10)));
+        assertEquals(List.of("p1"), leaders(latches));
+        latches.get(1).close();
+        for (int next = 3; next < 10; next++) {
+            LeaderLatch successor = latches.get(next);
+            assertTrue(successor.await(Duration.ofSeconds(10)), successor.toString());
+            assertEquals(List.of(successor.id()), leaders(latches));
+            long term = successor.term().orElseThrow().fencingToken();
+            assertTrue(term > epoch, "epoch " + term + " after " + epoch);
+            epoch = term;
+            successor.close();
+        }
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void listenersHearLeadershipInOrderAndOneThatThrowsIsIgnored() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("listeners");
+        CuratorFramework client = zk.newClient();
+        LeaderLatch first = new LeaderLatch(client, path, "first");
+        LeaderLatch second = new LeaderLatch(client, path, "second");
+        List<String> heard = new CopyOnWriteArrayList<>();
+        first.addListener(recorder("first", heard), Runnable::run);
+        second.addListener(throwing(), Runnable::run);
+        second.addListener(recorder("second", heard), Runnable::run);
+        first.start();
+        assertTrue(first.await(Duration.ofSeconds(10)));
+        second.start();
+        await().until(() -> first.participants().size() == 2);
+
+        first.close();
+        assertTrue(second.await(Duration.ofSeconds(10)));
+        await().until(() -> heard.size() == 3);
+        // Each latch's listeners hear it in order; the two latches' calls run on different threads.
+        assertEquals(List.of("first isLeader", "first notLeader"), only("first", heard));
+        assertEquals(List.of("second isLeader"), only("second", heard));
+        second.close();
+        await().until(() -> heard.size() == 4);
+        assertEquals("second notLeader", heard.get(3));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void closingWhileWaitingLeavesNoZnode() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("leave");
+        LeaderLatch leader = new LeaderLatch(zk.newClient(), path, "leader");
+        LeaderLatch waiter = new LeaderLatch(zk.newClient(), path, "waiter");
+        List<String> heard = new CopyOnWriteArrayList<>();
+        waiter.addListener(recorder("waiter", heard), Runnable::run);
+        leader.start();
+        assertTrue(leader.await(Duration.ofSeconds(10)));
+        waiter.start();
+        await().until(() -> leader.participants().size() == 2);
+
+        waiter.close();
+        waiter.close(); // idempotent
+        await().until(() -> leader.participants().size() == 1);
+        assertEquals("leader", leader.participants().get(0).id());
+        assertTrue(heard.isEmpty(), heard.toString());
+        IllegalStateException closed = assertThrows(IllegalStateException.class, waiter::await);
+        assertEquals("closed: " + waiter, closed.getMessage());
+        leader.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void awaitTimesOutWhileAnotherLeads() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("timeout");
+        LeaderLatch leader = new LeaderLatch(zk.newClient(), path, "leader");
+        LeaderLatch waiter = new LeaderLatch(zk.newClient(), path, "waiter");
+        leader.start();
+        assertTrue(leader.await(Duration.ofSeconds(10)));
+        waiter.start();
+        await().until(() -> waiter.participants().size() == 2);
+        assertFalse(waiter.await(Duration.ofMillis(200)));
+        assertFalse(waiter.await(Duration.ZERO));
+        assertTrue(waiter.term().isEmpty());
+        assertEquals(List.of("leader", "waiter"), ids(waiter.participants()));
+        leader.close();
+        waiter.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void latchQueuesBehindANodeInCuratorsLayout() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("interop");
+        CuratorFramework other = zk.newClient();
+        // What Curator's LeaderLatch creates: a protected EPHEMERAL_SEQUENTIAL "latch-" node with the id as data.
+        String foreign = other.create()
+                .creatingParentContainersIfNeeded()
+                .withProtection()
+                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                .forPath(path + "/latch-", "curator".getBytes(StandardCharsets.UTF_8));
+        LeaderLatch latch = new LeaderLatch(zk.newClient(), path, "coord");
+        latch.start();
+        await().until(() -> latch.participants().size() == 2);
+        assertFalse(latch.await(Duration.ofMillis(100)));
+        assertEquals("curator", latch.leader().orElseThrow().id());
+
+        other.delete().forPath(foreign);
+        assertTrue(latch.await(Duration.ofSeconds(10)));
+        Lease term = latch.term().orElseThrow();
+        assertTrue(term.path().contains("-latch-"), term.path());
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    private static List<String> leaders(List<LeaderLatch> latches) {
+        return latches.stream()
+                .filter(LeaderLatch::hasLeadership)
+                .map(LeaderLatch::id)
+                .toList();
+    }
+
+    private static List<String> only(String name, List<String> heard) {
+        return heard.stream().filter(h -> h.startsWith(name + " ")).toList();
+    }
+
+    private static List<String> ids(List<Participant> participants) {
+        return participants.stream().map(Participant::id).toList();
+    }
+
+    static LeaderListener recorder(String name, List<String> heard) {
+        return new LeaderListener() {
+            @Override
+            public void isLeader(Lease term) {
+                heard.add(name + " isLeader");
+            }
+
+            @Override
+            public void notLeader() {
+                heard.add(name + " notLeader");
+            }
+        };
+    }
+
+    private static LeaderListener throwing() {
+        return new LeaderListener() {
+            @Override
+            public void isLeader(Lease term) {
+                throw new IllegalStateException("listener bug");
+            }
+
+            @Override
+            public void notLeader() {
+                throw new IllegalStateException("listener bug");
+            }
+        };
+    }
+}

@@ -1,0 +1,128 @@
+package io.coord.election;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Participant;
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Following the leader from outside the election, with one watch. */
+@Timeout(60)
+class LeaderObserverTest {
+    private static final String NOBODY = "nobody";
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    @Test
+    void observerSeesEveryChangeOfLatchLeaderIncludingNobody() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("latch"); // does not exist yet
+        LeaderObserver observer = new LeaderObserver(zk.newClient(), path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        observer.addListener(recorder(seen), Runnable::run);
+        observer.start();
+        assertTrue(observer.leader().isEmpty());
+
+        CuratorFramework client = zk.newClient();
+        LeaderLatch a = new LeaderLatch(client, path, "a");
+        LeaderLatch b = new LeaderLatch(client, path, "b");
+        a.start();
+        await().until(() -> seen.equals(List.of("a")));
+        assertEquals("a", observer.leader().orElseThrow().id());
+        b.start();
+        await().until(() -> a.participants().size() == 2);
+
+        a.close();
+        await().until(() -> seen.equals(List.of("a", "b")));
+        assertEquals(b.participants().get(0), observer.leader().orElseThrow());
+        b.close();
+        await().until(() -> seen.equals(List.of("a", "b", NOBODY)));
+        assertTrue(observer.leader().isEmpty());
+
+        LeaderLatch c = new LeaderLatch(client, path, "c");
+        c.start();
+        await().until(() -> seen.equals(List.of("a", "b", NOBODY, "c")));
+        c.close();
+        await().until(() -> seen.size() == 5);
+        observer.close();
+
+        // Closed: later changes go unheard, and the server's watch entry goes with the first of them.
+        LeaderLatch d = new LeaderLatch(client, path, "d");
+        d.start();
+        assertTrue(d.await(Duration.ofSeconds(10)));
+        d.close();
+        zk.assertNoLeaks(path);
+        assertEquals(List.of("a", "b", NOBODY, "c", NOBODY), seen);
+    }
+
+    @Test
+    void observerFollowsSelectorsAndStopsNotifyingWhenClosed() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("selector");
+        CuratorFramework client = zk.newClient();
+        LeaderSelector first = new LeaderSelector(client, path, "first", LeaderSelectorTest::leadUntilInterrupted);
+        LeaderSelector second = new LeaderSelector(client, path, "second", LeaderSelectorTest::leadUntilInterrupted);
+        first.start();
+        await().until(first::hasLeadership);
+        second.start();
+        LeaderObserver observer = new LeaderObserver(zk.newClient(), path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        observer.addListener(recorder(seen), Runnable::run);
+        observer.start();
+        await().until(() -> seen.equals(List.of("first")));
+
+        first.interruptLeadership(); // no requeue: the term ends and the second leads
+        await().until(() -> seen.equals(List.of("first", "second")));
+        observer.close();
+        second.close();
+        first.close();
+        await().until(() -> second.participants().isEmpty());
+        assertEquals(List.of("first", "second"), seen);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void observerCostsOneWatchHoweverManyParticipants() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("one-watch");
+        CuratorFramework client = zk.newClient();
+        LeaderLatch leader = new LeaderLatch(client, path, "leader");
+        leader.start();
+        assertTrue(leader.await(Duration.ofSeconds(10)));
+        assertEquals(0, zk.watchCount(), "a leader watches nothing");
+        LeaderObserver observer = new LeaderObserver(zk.newClient(), path);
+        observer.start();
+        await().until(() -> observer.leader().isPresent());
+        assertEquals(1, zk.watchCount(), "the observer's children watch");
+        observer.close();
+        leader.close();
+        zk.assertNoLeaks(path);
+    }
+
+    private static Consumer<Optional<Participant>> recorder(List<String> seen) {
+        return leader -> seen.add(leader.map(Participant::id).orElse(NOBODY));
+    }
+}

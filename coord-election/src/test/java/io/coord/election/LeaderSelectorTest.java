@@ -1,0 +1,208 @@
+package io.coord.election;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Lease;
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Terms, requeueing, interruption and leaving, against one embedded server. */
+@Timeout(60)
+class LeaderSelectorTest {
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    @Test
+    void fiveAutoRequeueingSelectorsEachLeadOncePerRoundAndNeverTogether() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("rounds");
+        int selectors = 5;
+        int rounds = 3;
+        CountDownLatch everyoneQueued = new CountDownLatch(1);
+        AtomicInteger running = new AtomicInteger();
+        AtomicInteger mostAtOnce = new AtomicInteger();
+        List<String> leaders = new CopyOnWriteArrayList<>();
+        List<Long> epochs = new CopyOnWriteArrayList<>();
+        List<LeaderSelector> all = new ArrayList<>();
+        for (int i = 0; i < selectors; i++) {
+            String id = "s" + i;
+            LeaderSelector selector = new LeaderSelector(zk.newClient(), path, id, term -> {
+                mostAtOnce.accumulateAndGet(running.incrementAndGet(), Math::max);
+                try {
+                    everyoneQueued.await();
+                    leaders.add(id);
+                    epochs.add(term.fencingToken());
+                } finally {
+                    running.decrementAndGet();
+                }
+            });
+            selector.autoRequeue();
+            selector.start();
+            int joined = i + 1;
+            await().until(() -> selector.participants().size() == joined);
+            all.add(selector);
+        }
+        everyoneQueued.countDown();
+
+        await().until(() -> leaders.size() >= selectors * rounds);
+        all.forEach(LeaderSelector::close);
+
+        List<String> oneRound = List.of("s0", "s1", "s2", "s3", "s4");
+        for (int round = 0; round < rounds; round++) {
+            assertEquals(oneRound, leaders.subList(round * selectors, (round + 1) * selectors), "round " + round);
+        }
+        assertEquals(1, mostAtOnce.get(), "tasks running at once");
+        for (int i = 1; i < epochs.size(); i++) {
+            assertTrue(epochs.get(i) > epochs.get(i - 1), "epochs " + epochs);
+        }
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void interruptLeadershipEndsTheTaskAndItsTerm() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("interrupt");
+        CompletableFuture<Throwable> ended = new CompletableFuture<>();
+        LeaderSelector selector = new LeaderSelector(zk.newClient(), path, "x", term -> {
+            try {
+                new CountDownLatch(1).await();
+            } catch (InterruptedException e) {
+                ended.complete(e);
+                throw e;
+            }
+        });
+        selector.start();
+        await().until(selector::hasLeadership);
+        assertEquals("x", selector.leader().orElseThrow().id());
+
+        selector.interruptLeadership();
+        assertTrue(ended.get(10, TimeUnit.SECONDS) instanceof InterruptedException);
+        await().until(() -> !selector.hasLeadership() && selector.participants().isEmpty());
+        selector.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aTaskThatThrowsEndsItsTermAndAutoRequeueLeadsAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("throws");
+        AtomicInteger terms = new AtomicInteger();
+        CountDownLatch secondTerm = new CountDownLatch(1);
+        LeaderSelector selector = new LeaderSelector(zk.newClient(), path, "x", term -> {
+            if (terms.incrementAndGet() == 1) {
+                throw new IllegalStateException("task bug");
+            }
+            secondTerm.countDown();
+            new CountDownLatch(1).await(); // lead until closed
+        });
+        selector.autoRequeue();
+        selector.start();
+        assertTrue(secondTerm.await(10, TimeUnit.SECONDS));
+        assertTrue(selector.hasLeadership());
+        selector.close();
+        await().until(() -> !selector.hasLeadership());
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void requeueEntersOnceAndOnlyWhenIdle() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("requeue");
+        Semaphore release = new Semaphore(0);
+        List<Long> epochs = new CopyOnWriteArrayList<>();
+        LeaderSelector selector = new LeaderSelector(zk.newClient(), path, "x", term -> {
+            epochs.add(term.fencingToken());
+            release.acquire();
+        });
+        selector.start();
+        await().until(() -> epochs.size() == 1);
+        assertFalse(selector.requeue(), "leading");
+
+        release.release();
+        await().until(selector::requeue);
+        await().until(() -> epochs.size() == 2);
+        assertFalse(selector.requeue(), "leading again");
+        assertTrue(epochs.get(1) > epochs.get(0), epochs.toString());
+        selector.close();
+        assertFalse(selector.requeue(), "closed");
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void closingWhileWaitingLeavesNoZnode() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("leave");
+        LeaderSelector holder =
+                new LeaderSelector(zk.newClient(), path, "holder", LeaderSelectorTest::leadUntilInterrupted);
+        LeaderSelector waiter = new LeaderSelector(zk.newClient(), path, "waiter", term -> {
+            throw new AssertionError("the waiter never leads");
+        });
+        holder.start();
+        await().until(holder::hasLeadership);
+        waiter.start();
+        await().until(() -> holder.participants().size() == 2);
+
+        waiter.close();
+        waiter.close(); // idempotent
+        await().until(() -> holder.participants().size() == 1);
+        assertTrue(holder.hasLeadership());
+        holder.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void droppedConnectionInterruptsTheTaskAndTheSelectorLeadsAgainAfterReconnect() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("suspect");
+        List<Long> epochs = new CopyOnWriteArrayList<>();
+        CountDownLatch interrupted = new CountDownLatch(1);
+        LeaderSelector selector = new LeaderSelector(zk.newClient(), path, "x", term -> {
+            epochs.add(term.fencingToken());
+            try {
+                leadUntilInterrupted(term);
+            } finally {
+                interrupted.countDown();
+            }
+        });
+        selector.autoRequeue();
+        selector.start();
+        await().until(selector::hasLeadership);
+
+        zk.stopServer();
+        assertTrue(interrupted.await(10, TimeUnit.SECONDS));
+        assertFalse(selector.hasLeadership());
+        zk.restartServer();
+        await().atMost(Duration.ofSeconds(20)).until(() -> epochs.size() == 2 && selector.hasLeadership());
+        assertTrue(epochs.get(1) > epochs.get(0), epochs.toString());
+        selector.close();
+        zk.assertNoLeaks(path);
+    }
+
+    static void leadUntilInterrupted(Lease term) throws InterruptedException {
+        new CountDownLatch(1).await();
+    }
+}
