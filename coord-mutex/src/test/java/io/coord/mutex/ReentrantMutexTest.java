@@ -260,6 +260,38 @@ class ReentrantMutexTest {
         zk.assertNoLeaks(path);
     }
 
+    @Test
+    void worksThroughANamespaceFacade() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("namespaced");
+        CuratorFramework root = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(root.usingNamespace("tenant-a"), path, "tenant");
+        mutex.acquire();
+        assertEquals(1, root.getChildren().forPath("/tenant-a" + path).size());
+        assertEquals(List.of("tenant"), ids(mutex.participants()));
+        mutex.release();
+        zk.assertNoLeaks("/tenant-a" + path);
+    }
+
+    @Test
+    void blockingInADependentStageDoesNotStallOtherCompletions() throws Exception {
+        String first = ZooKeeperFixture.uniquePath("nested-a");
+        String second = ZooKeeperFixture.uniquePath("nested-b");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex a = new ReentrantMutex(client, first);
+        ReentrantMutex b = new ReentrantMutex(client, second);
+        Lease inner = a.acquireAsync()
+                .thenApply(outer -> {
+                    try (outer) {
+                        return b.acquireAsync().join(); // blocks the thread that completed the outer future
+                    }
+                })
+                .get(10, TimeUnit.SECONDS);
+        assertTrue(inner.isValid());
+        inner.close();
+        zk.assertNoLeaks(first);
+        zk.assertNoLeaks(second);
+    }
+
     private static List<String> ids(List<Participant> participants) {
         return participants.stream().map(Participant::id).toList();
     }
