@@ -1,6 +1,7 @@
 package io.coord.it;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.coord.testkit.ZooKeeperFixture;
 import java.io.IOException;
@@ -18,6 +19,7 @@ import org.apache.curator.test.TestingCluster;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.FourLetterWordMain;
+import org.apache.zookeeper.data.Stat;
 
 /**
  * A 3-node embedded ensemble for fault tests: clients with short sessions that are closed for you, servers that can
@@ -67,8 +69,13 @@ final class ClusterFixture implements AutoCloseable {
 
     /** A started, connected client that is closed by {@link #closeClients()}. */
     CuratorFramework newClient() throws InterruptedException {
+        return newClient(connectString());
+    }
+
+    /** Like {@link #newClient()}, through another address such as a proxy's. */
+    CuratorFramework newClient(String connectString) throws InterruptedException {
         CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(connectString())
+                .connectString(connectString)
                 .sessionTimeoutMs((int) SESSION_TIMEOUT.toMillis())
                 .connectionTimeoutMs(2_000)
                 .retryPolicy(new RetryNTimes(20, 100))
@@ -77,7 +84,7 @@ final class ClusterFixture implements AutoCloseable {
         clients.add(client);
         client.start();
         if (!client.blockUntilConnected(15, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("could not connect to " + connectString());
+            throw new IllegalStateException("could not connect to " + connectString);
         }
         return client;
     }
@@ -149,9 +156,25 @@ final class ClusterFixture implements AutoCloseable {
     void assertNoLeaks(CuratorFramework reader, String path) {
         await("no znodes left under " + path)
                 .atMost(Duration.ofSeconds(20))
-                .until(() -> reader.checkExists().forPath(path) == null
-                        || reader.getChildren().forPath(path).isEmpty());
+                .untilAsserted(() -> assertEquals(List.of(), describeChildren(reader, path), "znodes left"));
         await("no watches left on the servers").atMost(Duration.ofSeconds(20)).until(() -> watchCount() == 0);
+    }
+
+    /** Each child of {@code path} with its owner session and creation zxid, for failure messages. */
+    static List<String> describeChildren(CuratorFramework reader, String path) throws Exception {
+        if (reader.checkExists().forPath(path) == null) {
+            return List.of();
+        }
+        List<String> children = new ArrayList<>();
+        for (String child : reader.getChildren().forPath(path)) {
+            Stat stat = reader.checkExists().forPath(path + "/" + child);
+            children.add(
+                    stat == null
+                            ? child + " (gone)"
+                            : child + " (session 0x" + Long.toHexString(stat.getEphemeralOwner()) + ", czxid "
+                                    + stat.getCzxid() + ")");
+        }
+        return children;
     }
 
     /** Closes every client, then checks with a fresh one that nothing is left under {@code path}. */

@@ -32,12 +32,17 @@ final class ExclusionChecker {
 
     private record Violation(long nanos, String what) {}
 
+    private static final int REPORTED = 3;
+    private static final Duration CONTEXT = Duration.ofSeconds(2);
+    private static final int CONTEXT_EVENTS = 60;
+
     private final Timeline timeline;
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
     private final List<Holder> inside = new ArrayList<>();
     private final Set<List<Holder>> reportedOverlaps = new HashSet<>();
     private final List<Violation> violations = new ArrayList<>();
+    private final List<Long> entryTimes = new ArrayList<>();
     private Holder highestTokenHolder;
     private int entries;
     private int refusals;
@@ -73,6 +78,7 @@ final class ExclusionChecker {
             checkOverlaps(me, "entered", now);
             inside.add(me);
             entries++;
+            entryTimes.add(now);
             return Optional.of(me);
         } finally {
             lock.unlock();
@@ -109,14 +115,56 @@ final class ExclusionChecker {
         }
     }
 
-    /** Every violation with the events around it; empty when there were none. */
-    List<String> violations() {
+    /**
+     * The longest stretch between {@code startNanos} and {@code endNanos} in which nobody entered, as {start, end}.
+     */
+    long[] longestStall(long startNanos, long endNanos) {
         lock.lock();
         try {
-            return violations.stream()
-                    .map(v -> "at " + timeline.at(v.nanos()) + ": " + v.what() + "\n"
-                            + timeline.around(v.nanos(), Duration.ofSeconds(2)))
-                    .toList();
+            long[] longest = {startNanos, startNanos};
+            long previous = startNanos;
+            for (long t : entryTimes) {
+                long to = Math.min(t, endNanos);
+                if (to - previous > longest[1] - longest[0]) {
+                    longest = new long[] {previous, to};
+                }
+                previous = Math.max(previous, to);
+            }
+            if (endNanos - previous > longest[1] - longest[0]) {
+                longest = new long[] {previous, endNanos};
+            }
+            return longest;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    int violationCount() {
+        lock.lock();
+        try {
+            return violations.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The first few violations, each with the events around it. */
+    String report() {
+        lock.lock();
+        try {
+            StringBuilder report = new StringBuilder();
+            violations.stream()
+                    .limit(REPORTED)
+                    .forEach(v -> report.append("\nat ")
+                            .append(timeline.at(v.nanos()))
+                            .append(": ")
+                            .append(v.what())
+                            .append('\n')
+                            .append(timeline.around(v.nanos(), CONTEXT, CONTEXT_EVENTS)));
+            if (violations.size() > REPORTED) {
+                report.append("\n... and ").append(violations.size() - REPORTED).append(" more");
+            }
+            return report.toString();
         } finally {
             lock.unlock();
         }

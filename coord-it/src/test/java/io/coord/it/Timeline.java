@@ -1,6 +1,7 @@
 package io.coord.it;
 
 import java.time.Duration;
+import java.util.Comparator;
 import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.Collectors;
@@ -21,11 +22,14 @@ final class Timeline {
         return String.format(Locale.ROOT, "+%.3fs", (nanos - start) / 1e9);
     }
 
-    /** The events from {@code window} before {@code nanos} to {@code window} after it, one a line. */
-    String around(long nanos, Duration window) {
+    /** Up to {@code limit} events nearest to {@code nanos}, at most {@code window} away, in order, one a line. */
+    String around(long nanos, Duration window, int limit) {
         long w = window.toNanos();
         return events.stream()
                 .filter(e -> Math.abs(e.nanos() - nanos) <= w)
+                .sorted(Comparator.comparingLong(e -> Math.abs(e.nanos() - nanos)))
+                .limit(limit)
+                .sorted(Comparator.comparingLong(Event::nanos))
                 .map(e -> "  " + at(e.nanos()) + " [" + e.thread() + "] " + e.what())
                 .collect(Collectors.joining("\n"));
     }
