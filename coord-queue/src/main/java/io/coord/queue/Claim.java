@@ -1,0 +1,33 @@
+package io.coord.queue;
+
+/**
+ * An item taken with at-least-once delivery: while the claim is held, no other consumer sees the item. Use it in
+ * try-with-resources, and {@link #ack()} once the item has been handled:
+ *
+ * <pre>{@code
+ * try (Claim<String> claim = queue.claim(Duration.ofSeconds(5)).orElseThrow()) {
+ *     handle(claim.item());
+ *     claim.ack();
+ * }
+ * }</pre>
+ *
+ * <p>If the claimer's ZooKeeper session dies before the ack, the claim dies with it and another consumer gets the
+ * item. That consumer may then handle an item this one had handled too: that is the "at least" in at-least-once.
+ */
+public interface Claim<T> extends AutoCloseable {
+    T item();
+
+    /**
+     * Removes the item for good. Returns false if the claim was no longer ours: it was closed, or our session ended
+     * since the claim was made, so the item may have gone to another consumer. Calling it again after a successful
+     * ack returns true.
+     */
+    boolean ack();
+
+    /**
+     * Without an ack, gives the item back: it becomes available again in its original place at the head of the
+     * queue. Idempotent, and a no-op after {@link #ack()}.
+     */
+    @Override
+    void close();
+}

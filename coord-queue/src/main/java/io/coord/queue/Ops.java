@@ -1,0 +1,44 @@
+package io.coord.queue;
+
+import io.coord.core.CoordinationException;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.apache.zookeeper.CreateMode;
+
+/** Transaction operations. Building one does no I/O; Curator declares {@code Exception} only for bad paths. */
+final class Ops {
+    private Ops() {}
+
+    @FunctionalInterface
+    private interface Builder {
+        CuratorOp build() throws Exception;
+    }
+
+    static CuratorOp create(CuratorFramework client, String path, CreateMode mode, byte[] data) {
+        return op(path, () -> client.transactionOp().create().withMode(mode).forPath(path, data));
+    }
+
+    static CuratorOp check(CuratorFramework client, String path) {
+        return op(path, () -> client.transactionOp().check().forPath(path));
+    }
+
+    static CuratorOp delete(CuratorFramework client, String path) {
+        return op(path, () -> client.transactionOp().delete().forPath(path));
+    }
+
+    static CuratorOp setData(CuratorFramework client, String path, int version, byte[] data) {
+        return op(
+                path,
+                () -> client.transactionOp().setData().withVersion(version).forPath(path, data));
+    }
+
+    private static CuratorOp op(String path, Builder builder) {
+        try {
+            return builder.build();
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new CoordinationException("could not build a transaction operation on " + path, e);
+        }
+    }
+}

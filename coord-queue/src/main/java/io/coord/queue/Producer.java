@@ -1,0 +1,165 @@
+package io.coord.queue;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.SequenceNode;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.data.Stat;
+
+/**
+ * The producing side of one {@link DistributedQueue}: a write is one Stat read of the items parent, for the count,
+ * then one transaction that creates the items and bumps the writer's slot (see {@link ProducerSlots}).
+ *
+ * <p>The capacity check is not atomic with the write: producers that read the count at the same moment may all
+ * pass it, so the queue can overshoot its capacity by at most the number of writes racing at that moment. Making it
+ * exact would put every producer in a compare-and-set loop on one znode.
+ *
+ * <p>No write is applied twice. A replay after a lost connection fails atomically on the slot's version. If the
+ * session ends in the middle of a write, the slot dies with it and cannot tell; the producer then reads the items
+ * whose sequence is at or above the parent's cversion before the write (where its own must be) and looks for its
+ * token. The one gap left: if a consumer took the landed item before that look, the producer writes it again.
+ */
+final class Producer {
+    private static final int MAX_ATTEMPTS = 10;
+
+    private final SharedQueue queue;
+    private final int capacity;
+
+    Producer(SharedQueue queue, int capacity) {
+        this.queue = queue;
+        this.capacity = capacity;
+    }
+
+    /**
+     * Writes the stored forms of one or more items in one transaction once there is room for all of them. Returns
+     * false if the deadline passed first; with {@link Deadline#now()} it never waits for room.
+     */
+    boolean write(List<byte[]> stored, byte[] token, Deadline deadline) throws InterruptedException {
+        boolean waiting = false;
+        try {
+            for (int attempt = 0; attempt < MAX_ATTEMPTS; ) {
+                CompletableFuture<Void> seen = queue.room.signal();
+                Stat stat = await(queue.counts.next(), deadline);
+                if (stat == null) {
+                    await(queue.ensureLayout(), deadline);
+                    attempt++;
+                    continue;
+                }
+                if (stat.getNumChildren() + stored.size() <= capacity) {
+                    if (commit(stored, token, stat.getCversion())) {
+                        return true;
+                    }
+                    attempt++;
+                    continue;
+                }
+                if (!deadline.allowsWaiting() || deadline.expired()) {
+                    return false;
+                }
+                if (!waiting) {
+                    waiting = true;
+                    await(queue.room.join(), deadline); // then count again: room may have come before the watch
+                    continue;
+                }
+                CompletableFuture<Void> armed = queue.room.ensureArmed();
+                if (!armed.isDone() || armed.isCompletedExceptionally()) {
+                    await(armed, deadline); // a reconnection took the watch away: put it back, then count again
+                    continue;
+                }
+                if (!Signal.await(seen, deadline)) {
+                    return false;
+                }
+            }
+            throw new CoordinationException(
+                    "could not write to " + queue.layout.items() + " in " + MAX_ATTEMPTS + " attempts");
+        } finally {
+            if (waiting) {
+                queue.room.leave();
+            }
+        }
+    }
+
+    /** One transaction; true if the items are in the queue, false if nothing was written and it is worth retrying. */
+    boolean commit(List<byte[]> stored, byte[] token, int lowestSequence) {
+        CuratorFramework client = queue.context.client();
+        ProducerSlots.Slot slot = queue.slots.borrow();
+        List<CuratorOp> ops = new ArrayList<>(stored.size() + 1);
+        for (byte[] data : stored) {
+            ops.add(Ops.create(client, queue.layout.itemPrefix(), CreateMode.PERSISTENT_SEQUENTIAL, data));
+        }
+        int slotOp = stored.size();
+        ops.add(Ops.setData(client, slot.path, slot.version, new byte[0]));
+        CuratorEvent event = Zk.finish(
+                queue.context,
+                slot.session,
+                queue.layout.items(),
+                cb -> client.transaction().inBackground(cb).forOperations(ops));
+        Code code = Zk.code(event);
+        int failed = Zk.failedOp(event);
+        if (code == Code.OK) {
+            slot.version = event.getOpResults().get(slotOp).getResultStat().getVersion();
+            queue.slots.giveBack(slot);
+            return true;
+        }
+        if (failed == slotOp && code == Code.BADVERSION) {
+            slot.version++; // a replay: the first attempt landed and moved the version on
+            queue.slots.giveBack(slot);
+            return true;
+        }
+        if (failed >= 0 && failed < slotOp && code == Code.NONODE) {
+            queue.slots.giveBack(slot); // no items parent: nothing was written, and the slot is untouched
+            Zk.awaitFully(queue.ensureLayout(), queue.layout.items());
+            return false;
+        }
+        if ((failed == slotOp && code == Code.NONODE) || Zk.isInDoubt(code)) {
+            queue.slots.discard(slot); // the session ended during the write: only the items can tell
+            return landed(token, lowestSequence);
+        }
+        queue.slots.giveBack(slot); // failed atomically, so the version is unchanged
+        throw Zk.failure("writing to", queue.layout.items(), code);
+    }
+
+    /** Looks for an item carrying {@code token} among those at or above {@code lowestSequence}. */
+    private boolean landed(byte[] token, int lowestSequence) {
+        CuratorFramework client = queue.context.client();
+        String items = queue.layout.items();
+        CuratorEvent listing = Zk.awaitFully(
+                Zk.call(
+                        queue.context,
+                        cb -> client.getChildren().inBackground(cb).forPath(items)),
+                items);
+        if (Zk.code(listing) == Code.NONODE) {
+            return false;
+        }
+        if (Zk.code(listing) != Code.OK) {
+            throw Zk.failure("listing", items, Zk.code(listing));
+        }
+        // Sent all at once, then awaited: one round trip for the lot.
+        List<CompletableFuture<CuratorEvent>> reads = listing.getChildren().stream()
+                .map(Layout::parse)
+                .flatMap(Optional::stream)
+                .filter(n -> n.sequence() >= lowestSequence)
+                .map(SequenceNode::name)
+                .map(name -> Zk.call(
+                        queue.context, cb -> client.getData().inBackground(cb).forPath(queue.layout.item(name))))
+                .toList();
+        boolean found = false;
+        for (CompletableFuture<CuratorEvent> read : reads) {
+            CuratorEvent item = Zk.awaitFully(read, items);
+            found |= Zk.code(item) == Code.OK && ItemCodec.carriesToken(item.getData(), token);
+        }
+        return found;
+    }
+
+    /** Waits interruptibly when the caller may wait, and fully (restoring the flag) when it may not. */
+    private <V> V await(CompletableFuture<V> answer, Deadline deadline) throws InterruptedException {
+        String items = queue.layout.items();
+        return deadline.allowsWaiting() ? Zk.await(answer, items) : Zk.awaitFully(answer, items);
+    }
+}

@@ -1,0 +1,73 @@
+package io.coord.queue;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.data.Stat;
+
+/**
+ * The state of one queue path in one client, shared by every {@link DistributedQueue} instance built on them: the
+ * consumers' cached item names and watch, the producers' room watch and slots, and the coalesced size read.
+ */
+final class SharedQueue {
+    final ClientQueues context;
+    final Layout layout;
+    final ItemsView view;
+    final ClaimOps claims;
+    final SessionMarker marker;
+    final RoomWatch room;
+    final ProducerSlots slots;
+    /** The Stat of the items parent (null if it does not exist yet): numChildren is the size, cversion the sequence. */
+    final SingleFlight<Stat> counts;
+
+    private final AtomicReference<CompletableFuture<Void>> ensuring = new AtomicReference<>();
+
+    SharedQueue(ClientQueues context, String path) {
+        this.context = context;
+        this.layout = new Layout(path, context.client().getNamespace());
+        this.view = new ItemsView(context, layout);
+        this.claims = new ClaimOps(this);
+        this.marker = new SessionMarker(this);
+        this.room = new RoomWatch(context, layout.items());
+        this.slots = new ProducerSlots(this);
+        this.counts = new SingleFlight<>(this::readCount);
+    }
+
+    /** Creates the three parents if they are missing; they are never deleted by the queue. */
+    CompletableFuture<Void> ensureLayout() {
+        return CompletableFuture.allOf(ensure(layout.items()), ensure(layout.claims()), ensure(layout.sessions()));
+    }
+
+    void connectionChanged(boolean newSession) {
+        view.connectionChanged(newSession);
+        room.connectionChanged(newSession);
+    }
+
+    private CompletableFuture<Void> ensure(String parent) {
+        CuratorFramework client = context.client();
+        return Zk.call(
+                        context,
+                        cb -> client.create()
+                                .creatingParentContainersIfNeeded()
+                                .inBackground(cb)
+                                .forPath(parent))
+                .thenAccept(event -> {
+                    Code code = Zk.code(event);
+                    if (code != Code.OK && code != Code.NODEEXISTS) {
+                        throw Zk.failure("creating", parent, code);
+                    }
+                });
+    }
+
+    private CompletableFuture<Stat> readCount() {
+        return Zk.call(
+                        context,
+                        cb -> context.client().checkExists().inBackground(cb).forPath(layout.items()))
+                .thenApply(event -> switch (Zk.code(event)) {
+                    case OK -> event.getStat();
+                    case NONODE -> null;
+                    default -> throw Zk.failure("reading the size of", layout.items(), Zk.code(event));
+                });
+    }
+}

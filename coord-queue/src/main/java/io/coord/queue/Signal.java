@@ -1,0 +1,40 @@
+package io.coord.queue;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * "Something changed": waiters take a snapshot before they look at the state, and wait on it only if what they saw
+ * did not let them proceed. A change that lands between the look and the wait has already completed the snapshot,
+ * so no wake-up is ever lost. Firing is cheap and never blocks, so watchers on ZooKeeper's event thread may do it.
+ */
+final class Signal {
+    private final AtomicReference<CompletableFuture<Void>> current = new AtomicReference<>(new CompletableFuture<>());
+
+    CompletableFuture<Void> snapshot() {
+        return current.get();
+    }
+
+    void fire() {
+        current.getAndSet(new CompletableFuture<>()).complete(null);
+    }
+
+    /** Waits until {@code seen} fires or the deadline passes; false on timeout. */
+    static boolean await(CompletableFuture<Void> seen, Deadline deadline) throws InterruptedException {
+        try {
+            if (deadline.isEndless()) {
+                seen.get();
+            } else {
+                seen.get(deadline.remainingNanos(), TimeUnit.NANOSECONDS);
+            }
+            return true;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("a signal never fails", e);
+        }
+    }
+}

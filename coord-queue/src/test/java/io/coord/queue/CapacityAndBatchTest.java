@@ -1,0 +1,206 @@
+package io.coord.queue;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The capacity bound, waiting for room, and putAll's all-or-nothing batches. */
+@Timeout(60)
+class CapacityAndBatchTest {
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    private static DistributedQueue<String> queue(CuratorFramework client, String path, int capacity) {
+        return DistributedQueue.builder(client, path, QueueSerializer.utf8())
+                .capacity(capacity)
+                .build();
+    }
+
+    private static List<String> drain(DistributedQueue<String> queue) {
+        List<String> items = new ArrayList<>();
+        for (String item = queue.poll(); item != null; item = queue.poll()) {
+            items.add(item);
+        }
+        return items;
+    }
+
+    private static <V> CompletableFuture<V> async(Blocking<V> call) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return call.run();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    @FunctionalInterface
+    private interface Blocking<V> {
+        V run() throws InterruptedException;
+    }
+
+    @Test
+    void offerAnswersFalseWhenFullAndPutWaitsUntilThereIsRoom() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("capacity");
+        DistributedQueue<String> producer = queue(zk.newClient(), path, 2);
+        DistributedQueue<String> consumer = queue(zk.newClient(), path, 2);
+        assertTrue(producer.offer("a"));
+        assertTrue(producer.offer("b"));
+        assertFalse(producer.offer("c"));
+        assertFalse(producer.offer("c", Duration.ofMillis(200)));
+
+        CompletableFuture<Boolean> put = async(() -> {
+            producer.put("c");
+            return true;
+        });
+        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !put.isDone());
+        assertEquals("a", consumer.poll());
+
+        assertTrue(put.get(10, TimeUnit.SECONDS));
+        assertEquals(List.of("b", "c"), drain(consumer));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void offerWithATimeoutSucceedsOnceAConsumerMakesRoom() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("capacity-timeout");
+        DistributedQueue<String> producer = queue(zk.newClient(), path, 1);
+        DistributedQueue<String> consumer = queue(zk.newClient(), path, 1);
+        producer.offer("a");
+
+        CompletableFuture<Boolean> offered = async(() -> producer.offer("b", Duration.ofSeconds(20)));
+        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(() -> !offered.isDone());
+        assertEquals("a", consumer.take());
+
+        assertTrue(offered.get(10, TimeUnit.SECONDS));
+        assertEquals(List.of("b"), drain(consumer));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void putAllWritesTheWholeBatchInOrderAndWaitsForRoomForAllOfIt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("batch");
+        DistributedQueue<String> producer = queue(zk.newClient(), path, 3);
+        DistributedQueue<String> consumer = queue(zk.newClient(), path, 3);
+        producer.putAll(List.of("a", "b", "c"));
+
+        CompletableFuture<Boolean> batch = async(() -> {
+            producer.putAll(List.of("d", "e"));
+            return true;
+        });
+        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(() -> !batch.isDone());
+        assertEquals("a", consumer.poll());
+        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(() -> !batch.isDone());
+        assertEquals(2, consumer.size(), "one free place is not enough for a batch of two");
+        assertFalse(batch.isDone());
+        assertEquals("b", consumer.poll());
+
+        assertTrue(batch.get(10, TimeUnit.SECONDS));
+        assertEquals(List.of("c", "d", "e"), drain(consumer));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void batchLargerThanTheCapacityIsRejectedBeforeAnyWrite() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("batch-capacity");
+        DistributedQueue<String> queue = queue(zk.newClient(), path, 2);
+
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> queue.putAll(List.of("a", "b", "c")));
+        assertEquals("a batch of 3 items can never fit in a queue of capacity 2", e.getMessage());
+        assertEquals(0, queue.size());
+    }
+
+    @Test
+    void batchTooLargeForOneRequestIsRejectedBeforeAnyWrite() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("batch-bytes");
+        DistributedQueue<String> queue = queue(zk.newClient(), path, 10);
+        String big = "x".repeat(400_000);
+
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> queue.putAll(List.of("small", big, big, big)));
+        assertTrue(e.getMessage().startsWith("a batch of 4 items needs about "), e.getMessage());
+        assertTrue(e.getMessage().contains("jute.maxbuffer=1048575"), e.getMessage());
+        assertEquals(0, queue.size());
+        queue.putAll(List.of("small", big, big));
+        assertEquals(3, queue.size(), "a batch just under the limit goes through");
+        assertEquals(List.of("small", big, big), drain(queue));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void batchWhoseSerializerFailsHalfwayWritesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("batch-serializer");
+        QueueSerializer<String> picky = new QueueSerializer<>() {
+            @Override
+            public byte[] serialize(String item) {
+                if (item.equals("bad")) {
+                    throw new IllegalStateException("cannot serialize " + item);
+                }
+                return QueueSerializer.utf8().serialize(item);
+            }
+
+            @Override
+            public String deserialize(byte[] bytes) {
+                return QueueSerializer.utf8().deserialize(bytes);
+            }
+        };
+        DistributedQueue<String> queue =
+                DistributedQueue.builder(zk.newClient(), path, picky).build();
+
+        IllegalStateException e =
+                assertThrows(IllegalStateException.class, () -> queue.putAll(List.of("a", "b", "bad", "c")));
+        assertEquals("cannot serialize bad", e.getMessage());
+        assertEquals(0, queue.size());
+        assertThrows(IllegalStateException.class, () -> queue.offer("bad"));
+        assertEquals(0, queue.size());
+    }
+
+    @Test
+    void batchWhoseTransactionFailsIsRolledBackWholeAndWrittenExactlyOnce() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("batch-rollback");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path, 10);
+        queue.putAll(List.of("a", "b"));
+        // Pull the writer slot from under the producer: the next transaction's last operation fails on it, so its
+        // creates, which ran first, are undone with it. The producer finds its token nowhere and writes again.
+        CuratorFramework other = zk.newClient();
+        for (String slot : other.getChildren().forPath(path + "/sessions")) {
+            other.delete().forPath(path + "/sessions/" + slot);
+        }
+
+        queue.putAll(List.of("c", "d", "e"));
+
+        assertEquals(List.of("a", "b", "c", "d", "e"), drain(queue));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+}

@@ -1,0 +1,171 @@
+package io.coord.queue;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** At-least-once delivery: claims hide items, acks remove them, closes and dead sessions give them back. */
+@Timeout(60)
+class ClaimTest {
+    private static final Duration WAIT = Duration.ofSeconds(10);
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    private static DistributedQueue<String> queue(CuratorFramework client, String path) {
+        return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
+    }
+
+    @Test
+    void ackRemovesTheItemForGood() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("ack");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        queue.offer("job");
+
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+        assertEquals("job", claim.item());
+        assertEquals(1, queue.size(), "a claimed item is still in the queue");
+        assertTrue(claim.ack());
+        assertTrue(claim.ack(), "a second ack reports the first one's success");
+        claim.close();
+
+        assertEquals(0, queue.size());
+        assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void closeWithoutAckPutsTheItemBackAtTheHead() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("requeue");
+        DistributedQueue<String> claimer = queue(zk.newClient(), path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        claimer.offer("first");
+        claimer.offer("second");
+        claimer.offer("third");
+
+        Claim<String> claim = claimer.claim(WAIT).orElseThrow();
+        assertEquals("first", claim.item());
+        assertEquals("second", other.poll(), "a claimed item is skipped");
+        claim.close();
+        claim.close(); // idempotent
+        assertFalse(claim.ack(), "a closed claim is no longer ours");
+
+        // The other client learns of the release from its watch on the claim, a moment later.
+        await().atMost(WAIT).until(() -> "first".equals(other.peek()));
+        assertEquals("first", other.poll(), "the released item is at the head again");
+        assertEquals("third", claimer.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void closedClaimIsTakenFirstByTheSameClient() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("requeue-local");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        queue.offer("first");
+        queue.offer("second");
+
+        try (Claim<String> claim = queue.claim(WAIT).orElseThrow()) {
+            assertEquals("first", claim.item());
+        }
+
+        assertEquals("first", queue.poll());
+        assertEquals("second", queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void pollTakeAndPeekNeverHandOutAClaimedItem() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("hidden");
+        DistributedQueue<String> claimer = queue(zk.newClient(), path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        claimer.offer("only");
+        Claim<String> claim = claimer.claim(WAIT).orElseThrow();
+
+        assertNull(other.poll());
+        assertNull(other.peek());
+        assertNull(other.poll(Duration.ofMillis(200)));
+        assertEquals(Optional.empty(), other.claim(Duration.ZERO));
+        assertNull(claimer.poll(), "nor to another consumer on the claimer's own client");
+
+        assertTrue(claim.ack());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void blockedTakeGetsTheItemWhenItsClaimIsClosed() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("wake-on-close");
+        DistributedQueue<String> claimer = queue(zk.newClient(), path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        claimer.offer("job");
+        Claim<String> claim = claimer.claim(WAIT).orElseThrow();
+        CompletableFuture<String> taken = CompletableFuture.supplyAsync(() -> {
+            try {
+                return other.take();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        // The taker has read the queue and left its watches.
+        await().until(() -> zk.watchCount() > 0);
+        assertFalse(taken.isDone());
+
+        claim.close();
+
+        assertEquals("job", taken.get(10, TimeUnit.SECONDS));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void claimersSessionExpiryHandsTheItemToAnotherConsumer() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("claim-expiry");
+        CuratorFramework claimerClient = zk.newClient();
+        DistributedQueue<String> claimer = queue(claimerClient, path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        claimer.offer("job");
+        Claim<String> claim = claimer.claim(WAIT).orElseThrow();
+        CompletableFuture<Optional<Claim<String>>> next = CompletableFuture.supplyAsync(() -> {
+            try {
+                return other.claim(Duration.ofSeconds(30));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        await().until(() -> zk.watchCount() > 0);
+
+        zk.expireSession(claimerClient);
+
+        Claim<String> handedOver = next.get(20, TimeUnit.SECONDS).orElseThrow();
+        assertEquals("job", handedOver.item());
+        assertFalse(claim.ack(), "the claim died with its session");
+        claim.close();
+        assertTrue(handedOver.ack());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+}

@@ -1,0 +1,132 @@
+package io.coord.queue;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** FIFO order, blocking and timeouts, peek and size, against one embedded server. */
+@Timeout(60)
+class DistributedQueueTest {
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    private static DistributedQueue<String> queue(CuratorFramework client, String path) {
+        return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
+    }
+
+    @Test
+    void itemsComeOutInTheOrderTheyWentIn() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("fifo");
+        DistributedQueue<String> producer = queue(zk.newClient(), path);
+        DistributedQueue<String> consumer = queue(zk.newClient(), path);
+        List<String> offered = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            offered.add("item-" + i);
+            assertTrue(producer.offer("item-" + i));
+        }
+
+        List<String> polled = new ArrayList<>();
+        for (String item = consumer.poll(); item != null; item = consumer.poll()) {
+            polled.add(item);
+        }
+
+        assertEquals(offered, polled);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void blockedTakeWakesWhenAnItemIsOffered() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("take");
+        DistributedQueue<String> consumer = queue(zk.newClient(), path);
+        CompletableFuture<String> taken = CompletableFuture.supplyAsync(() -> {
+            try {
+                return consumer.take();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+
+        queue(zk.newClient(), path).offer("hello");
+
+        assertEquals("hello", taken.get(10, TimeUnit.SECONDS));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void pollWithATimeoutOnAnEmptyQueueAnswersNullAfterTheTimeout() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("poll-timeout");
+        DistributedQueue<String> consumer = queue(zk.newClient(), path);
+
+        long start = System.nanoTime();
+        assertNull(consumer.poll(Duration.ofMillis(300)));
+        long elapsedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+
+        assertTrue(elapsedMillis >= 300, "returned after " + elapsedMillis + " ms");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void peekShowsTheHeadWithoutTakingIt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("peek");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        assertNull(queue.peek());
+        queue.offer("first");
+        queue.offer("second");
+
+        assertEquals("first", queue.peek());
+        assertEquals("first", queue.peek());
+        assertEquals(2, queue.size());
+        assertEquals("first", queue.poll());
+        assertEquals("second", queue.peek());
+        assertEquals("second", queue.poll());
+        assertEquals(0, queue.size());
+        assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void bytesSerializerRoundTripsArbitraryBytesEvenOnesThatLookLikeTheHeader() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("bytes");
+        DistributedQueue<byte[]> queue = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.bytes())
+                .build();
+        byte[] headerLike = new byte[40];
+        headerLike[0] = 'Q';
+        headerLike[1] = 1;
+        headerLike[39] = (byte) 0xff;
+        queue.offer(headerLike);
+        queue.offer(new byte[0]);
+
+        assertArrayEquals(headerLike, queue.poll());
+        assertArrayEquals(new byte[0], queue.poll());
+        assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+}

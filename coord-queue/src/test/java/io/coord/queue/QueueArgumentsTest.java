@@ -1,0 +1,177 @@
+package io.coord.queue;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.CoordinationException;
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Every invalid argument is rejected up front, with a message that carries the value. */
+@Timeout(60)
+class QueueArgumentsTest {
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    private static String message(Class<? extends Throwable> type, org.junit.jupiter.api.function.Executable call) {
+        return assertThrows(type, call).getMessage();
+    }
+
+    @Test
+    void builderRejectsAMissingClientPathOrSerializer() {
+        CuratorFramework client = zk.unstartedClient();
+        QueueSerializer<String> utf8 = QueueSerializer.utf8();
+
+        assertEquals(
+                "client must not be null",
+                message(NullPointerException.class, () -> DistributedQueue.builder(null, "/q", utf8)));
+        assertEquals(
+                "path must not be null",
+                message(IllegalArgumentException.class, () -> DistributedQueue.builder(client, null, utf8)));
+        assertTrue(message(IllegalArgumentException.class, () -> DistributedQueue.builder(client, "jobs", utf8))
+                .startsWith("invalid ZooKeeper path \"jobs\""));
+        assertTrue(message(IllegalArgumentException.class, () -> DistributedQueue.builder(client, "/a//b", utf8))
+                .startsWith("invalid ZooKeeper path \"/a//b\""));
+        assertTrue(message(IllegalArgumentException.class, () -> DistributedQueue.builder(client, "/", utf8))
+                .startsWith("path must not be the root"));
+        assertEquals(
+                "serializer must not be null",
+                message(NullPointerException.class, () -> DistributedQueue.builder(client, "/q", null)));
+    }
+
+    @Test
+    void capacityMustBePositiveAndListableInOneReply() {
+        DistributedQueue.Builder<String> builder =
+                DistributedQueue.builder(zk.unstartedClient(), "/q", QueueSerializer.utf8());
+        int max = ItemCodec.maxCapacity();
+
+        assertEquals("capacity must be >= 1: 0", message(IllegalArgumentException.class, () -> builder.capacity(0)));
+        assertEquals("capacity must be >= 1: -5", message(IllegalArgumentException.class, () -> builder.capacity(-5)));
+        assertEquals(
+                "capacity must be <= " + max
+                        + ", the most item names one getChildren reply can carry under jute.maxbuffer=1048575: "
+                        + (max + 1),
+                message(IllegalArgumentException.class, () -> builder.capacity(max + 1)));
+        assertTrue(max > 60_000 && max < 62_000, "max " + max);
+        builder.capacity(max).capacity(1).build();
+    }
+
+    @Test
+    void buildingDoesNoIoAndUsingAClosedClientFailsWithTheCause() {
+        CuratorFramework client = zk.unstartedClient();
+        DistributedQueue<String> queue = DistributedQueue.builder(client, "/never/started", QueueSerializer.utf8())
+                .build();
+
+        client.start();
+        client.close();
+
+        CoordinationException e = assertThrows(CoordinationException.class, () -> queue.offer("x"));
+        assertTrue(e.getMessage().contains("/never/started/items"), e.getMessage());
+        assertThrows(CoordinationException.class, queue::poll);
+    }
+
+    @Test
+    void nullItemsAndBadTimeoutsAreRejected() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("args");
+        DistributedQueue<String> queue = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.utf8())
+                .build();
+        Duration negative = Duration.ofMillis(-1);
+
+        assertEquals("item must not be null", message(NullPointerException.class, () -> queue.offer(null)));
+        assertEquals("item must not be null", message(NullPointerException.class, () -> queue.put(null)));
+        assertEquals(
+                "item must not be null",
+                message(NullPointerException.class, () -> queue.offer(null, Duration.ofSeconds(1))));
+        assertEquals("items must not be null", message(NullPointerException.class, () -> queue.putAll(null)));
+        assertEquals(
+                "items must not contain null: null at index 1",
+                message(NullPointerException.class, () -> queue.putAll(Arrays.asList("a", null))));
+        assertEquals("timeout must not be null", message(NullPointerException.class, () -> queue.poll(null)));
+        assertEquals("timeout must not be null", message(NullPointerException.class, () -> queue.claim(null)));
+        assertEquals("timeout must not be null", message(NullPointerException.class, () -> queue.offer("a", null)));
+        assertEquals(
+                "timeout must not be negative: PT-0.001S",
+                message(IllegalArgumentException.class, () -> queue.poll(negative)));
+        assertEquals(
+                "timeout must not be negative: PT-0.001S",
+                message(IllegalArgumentException.class, () -> queue.claim(negative)));
+        assertEquals(
+                "timeout must not be negative: PT-0.001S",
+                message(IllegalArgumentException.class, () -> queue.offer("a", negative)));
+        assertEquals(0, queue.size());
+    }
+
+    @Test
+    void oversizeItemIsRejectedBeforeAnyWriteAndTheLargestAllowedOneGoesThrough() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("oversize");
+        DistributedQueue<byte[]> queue = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.bytes())
+                .build();
+        int max = Math.toIntExact(ItemCodec.maxItemBytes(new Layout(path, "")));
+
+        String error = message(IllegalArgumentException.class, () -> queue.offer(new byte[max + 1]));
+        assertEquals(
+                "item is " + (max + 1) + " bytes serialized, over the " + max
+                        + " bytes one ZooKeeper request can carry here (jute.maxbuffer=1048575)",
+                error);
+        assertThrows(IllegalArgumentException.class, () -> queue.putAll(List.of(new byte[max + 1])));
+        assertEquals(0, queue.size());
+
+        byte[] largest = new byte[max];
+        largest[max - 1] = 7;
+        queue.offer(largest);
+        byte[] back = queue.poll();
+        assertEquals(max, back.length);
+        assertEquals(7, back[max - 1]);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void serializerThatReturnsNullIsReported() throws Exception {
+        QueueSerializer<String> broken = new QueueSerializer<>() {
+            @Override
+            public byte[] serialize(String item) {
+                return null;
+            }
+
+            @Override
+            public String deserialize(byte[] bytes) {
+                return "";
+            }
+
+            @Override
+            public String toString() {
+                return "broken";
+            }
+        };
+        DistributedQueue<String> queue = DistributedQueue.builder(
+                        zk.newClient(), ZooKeeperFixture.uniquePath("null-bytes"), broken)
+                .build();
+
+        assertEquals(
+                "serializer broken returned null for an item",
+                message(NullPointerException.class, () -> queue.offer("x")));
+    }
+}

@@ -1,0 +1,227 @@
+package io.coord.queue;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.CoordinationException;
+import io.coord.testkit.ZooKeeperFixture;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Lost connections, replays, dead sessions, failing serializers and closed clients. */
+@Timeout(90)
+class QueueFaultTest {
+    private static ZooKeeperFixture zk;
+
+    @BeforeAll
+    static void startServer() throws Exception {
+        zk = ZooKeeperFixture.start();
+    }
+
+    @AfterEach
+    void closeClients() throws Exception {
+        zk.closeClients();
+    }
+
+    @AfterAll
+    static void stopServer() throws Exception {
+        zk.close();
+    }
+
+    private static DistributedQueue<String> queue(CuratorFramework client, String path) {
+        return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
+    }
+
+    private static List<String> drain(DistributedQueue<String> queue) {
+        List<String> items = new ArrayList<>();
+        for (String item = queue.poll(); item != null; item = queue.poll()) {
+            items.add(item);
+        }
+        return items;
+    }
+
+    @Test
+    void offersAroundAServerRestartLandExactlyOnce() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("restart");
+        CuratorFramework producerClient = zk.newClient();
+        DistributedQueue<String> producer = queue(producerClient, path);
+        CountDownLatch suspended = new CountDownLatch(1);
+        producerClient.getConnectionStateListenable().addListener((c, state) -> {
+            if (state == ConnectionState.SUSPENDED) {
+                suspended.countDown();
+            }
+        });
+        int items = 120;
+        AtomicInteger written = new AtomicInteger();
+        CompletableFuture<Void> writing = CompletableFuture.runAsync(() -> {
+            try {
+                for (int i = 0; i < items; i++) {
+                    producer.put("item-" + i);
+                    written.incrementAndGet();
+                }
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        await().until(() -> written.get() >= 40);
+
+        zk.stopServer();
+        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+        zk.restartServer();
+        writing.get(60, TimeUnit.SECONDS);
+
+        List<String> expected = new ArrayList<>();
+        for (int i = 0; i < items; i++) {
+            expected.add("item-" + i);
+        }
+        assertEquals(expected, drain(queue(zk.newClient(), path)));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void replayOfAWriteThatLandedIsRecognisedAndNotApplied() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("replay");
+        CuratorFramework client = zk.newClient();
+        SharedQueue shared = ClientQueues.of(client).queue(path);
+        shared.ensureLayout().get(10, TimeUnit.SECONDS);
+        Producer producer = new Producer(shared, 100);
+        byte[] token = ItemCodec.newToken();
+        List<byte[]> stored = List.of(ItemCodec.encode(token, "once".getBytes(StandardCharsets.UTF_8)));
+        assertTrue(producer.commit(stored, token, 0));
+
+        // As if the reply had been lost: the writer sends the same transaction again, from the same slot version.
+        ProducerSlots.Slot slot = shared.slots.borrow();
+        slot.version--;
+        shared.slots.giveBack(slot);
+        assertTrue(producer.commit(stored, token, 0), "the replay reports the write that landed");
+
+        DistributedQueue<String> queue = queue(client, path);
+        assertEquals(List.of("once"), drain(queue));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void itemThatCannotBeDeserializedStaysInPlace() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("poison");
+        QueueSerializer<String> picky = new QueueSerializer<>() {
+            @Override
+            public byte[] serialize(String item) {
+                return item.getBytes(StandardCharsets.UTF_8);
+            }
+
+            @Override
+            public String deserialize(byte[] bytes) {
+                String item = new String(bytes, StandardCharsets.UTF_8);
+                if (item.startsWith("poison")) {
+                    throw new IllegalStateException("cannot read " + item);
+                }
+                return item;
+            }
+        };
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> pickyQueue =
+                DistributedQueue.builder(client, path, picky).build();
+        DistributedQueue<String> plain = queue(zk.newClient(), path);
+        plain.offer("poison pill");
+        plain.offer("fine");
+
+        assertEquals(
+                "cannot read poison pill",
+                assertThrows(IllegalStateException.class, pickyQueue::poll).getMessage());
+        assertThrows(IllegalStateException.class, pickyQueue::take);
+        assertThrows(IllegalStateException.class, () -> pickyQueue.claim(Duration.ofSeconds(1)));
+        assertThrows(IllegalStateException.class, pickyQueue::peek);
+        assertEquals(2, pickyQueue.size());
+        QueueLeaks.assertNoClaimsOrWatches(zk, path);
+
+        assertEquals(List.of("poison pill", "fine"), drain(plain));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void blockedTakeSurvivesItsOwnSessionExpiring() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("consumer-expiry");
+        CuratorFramework consumerClient = zk.newClient();
+        DistributedQueue<String> consumer = queue(consumerClient, path);
+        DistributedQueue<String> producer = queue(zk.newClient(), path);
+        producer.offer("before");
+        assertEquals("before", consumer.take());
+        CompletableFuture<String> taken = CompletableFuture.supplyAsync(() -> {
+            try {
+                return consumer.take();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        long session = consumerClient.getZookeeperClient().getZooKeeper().getSessionId();
+
+        zk.expireSession(consumerClient);
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> consumerClient.getZookeeperClient().isConnected()
+                        && consumerClient.getZookeeperClient().getZooKeeper().getSessionId() != session);
+        producer.offer("after");
+
+        assertEquals("after", taken.get(20, TimeUnit.SECONDS));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void closingTheClientWakesABlockedTakeWithACoordinationException() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> consumer = queue(client, path);
+        CompletableFuture<String> taken = CompletableFuture.supplyAsync(() -> {
+            try {
+                return consumer.take();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(() -> !taken.isDone());
+
+        client.close();
+
+        ExecutionException e = assertThrows(ExecutionException.class, () -> taken.get(10, TimeUnit.SECONDS));
+        assertInstanceOf(CoordinationException.class, e.getCause());
+    }
+
+    @Test
+    void interruptedTakeThrowsAndLeavesNoWatch() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("interrupt");
+        DistributedQueue<String> consumer = queue(zk.newClient(), path);
+        AtomicInteger outcome = new AtomicInteger();
+        Thread taker = new Thread(() -> {
+            try {
+                consumer.take();
+                outcome.set(1);
+            } catch (InterruptedException e) {
+                outcome.set(2);
+            }
+        });
+        taker.start();
+        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(taker::isAlive);
+
+        taker.interrupt();
+        taker.join(10_000);
+
+        assertEquals(2, outcome.get());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+}
