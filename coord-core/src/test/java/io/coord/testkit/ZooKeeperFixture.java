@@ -19,28 +19,44 @@ import org.apache.curator.test.TestingServer;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.FourLetterWordMain;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * An embedded ZooKeeper for tests, with short sessions, clients that are closed for you, real session expiry, and
- * leak checks. One per test class: {@code @BeforeAll start()}, {@code @AfterEach closeClients()}, {@code @AfterAll
- * close()}.
+ * leak checks. One per test class, as a JUnit extension: the server starts before the class's first test, each
+ * test's clients are closed after it, and the server stops after the last.
+ *
+ * <pre>{@code
+ * @RegisterExtension
+ * static final ZooKeeperFixture zk = new ZooKeeperFixture();
+ * }</pre>
  */
-public final class ZooKeeperFixture {
+public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
     public static final Duration SESSION_TIMEOUT = Duration.ofSeconds(4);
     // mntr's zk_watch_count is data plus child watches; wchs would count data watches only.
     private static final Pattern WATCH_COUNT = Pattern.compile("zk_watch_count\\s+(\\d+)");
     private static final AtomicInteger PATHS = new AtomicInteger();
 
-    private final TestingServer server;
+    private TestingServer server;
     private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
     private volatile boolean stopped;
 
-    private ZooKeeperFixture(TestingServer server) {
-        this.server = server;
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
+        server = new TestingServer(true);
     }
 
-    public static ZooKeeperFixture start() throws Exception {
-        return new ZooKeeperFixture(new TestingServer(true));
+    @Override
+    public void afterEach(ExtensionContext context) throws Exception {
+        closeClients();
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws Exception {
+        close();
     }
 
     public String connectString() {

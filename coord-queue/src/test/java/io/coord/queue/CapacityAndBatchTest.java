@@ -13,31 +13,15 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The capacity bound, waiting for room, and putAll's all-or-nothing batches. */
 @Timeout(60)
 class CapacityAndBatchTest {
-    private static ZooKeeperFixture zk;
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        zk = ZooKeeperFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() throws Exception {
-        zk.closeClients();
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
     private static DistributedQueue<String> queue(CuratorFramework client, String path, int capacity) {
         return DistributedQueue.builder(client, path, QueueSerializer.utf8())

@@ -12,32 +12,17 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** At-least-once delivery: claims hide items, acks remove them, closes and dead sessions give them back. */
 @Timeout(60)
 class ClaimTest {
     private static final Duration WAIT = Duration.ofSeconds(10);
-    private static ZooKeeperFixture zk;
 
-    @BeforeAll
-    static void startServer() throws Exception {
-        zk = ZooKeeperFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() throws Exception {
-        zk.closeClients();
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
     private static DistributedQueue<String> queue(CuratorFramework client, String path) {
         return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();

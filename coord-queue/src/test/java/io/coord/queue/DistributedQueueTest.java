@@ -12,31 +12,15 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** FIFO order, blocking and timeouts, peek and size, against one embedded server. */
 @Timeout(60)
 class DistributedQueueTest {
-    private static ZooKeeperFixture zk;
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        zk = ZooKeeperFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() throws Exception {
-        zk.closeClients();
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
     private static DistributedQueue<String> queue(CuratorFramework client, String path) {
         return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();

@@ -19,31 +19,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Lost connections, replays, dead sessions, failing serializers and closed clients. */
 @Timeout(90)
 class QueueFaultTest {
-    private static ZooKeeperFixture zk;
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        zk = ZooKeeperFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() throws Exception {
-        zk.closeClients();
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
     private static DistributedQueue<String> queue(CuratorFramework client, String path) {
         return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();

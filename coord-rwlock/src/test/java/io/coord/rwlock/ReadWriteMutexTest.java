@@ -20,31 +20,21 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 @Timeout(60)
 class ReadWriteMutexTest {
-    private static ZooKeeperFixture zk;
-    private final ExecutorService threads = Executors.newCachedThreadPool();
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
-    @BeforeAll
-    static void startServer() throws Exception {
-        zk = ZooKeeperFixture.start();
-    }
+    private final ExecutorService threads = Executors.newCachedThreadPool();
 
     @AfterEach
     void closeClients() throws Exception {
         threads.shutdownNow();
-        zk.closeClients();
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        zk.close();
     }
 
     @Test

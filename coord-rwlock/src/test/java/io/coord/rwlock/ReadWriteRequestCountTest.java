@@ -7,29 +7,13 @@ import io.coord.core.DistributedLock;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class ReadWriteRequestCountTest {
-    private static ZooKeeperFixture zk;
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        zk = ZooKeeperFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() throws Exception {
-        zk.closeClients();
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
     @ParameterizedTest
     @ValueSource(booleans = {true, false})

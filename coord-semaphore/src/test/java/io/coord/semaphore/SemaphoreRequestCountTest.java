@@ -6,22 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class SemaphoreRequestCountTest {
-    private static ZooKeeperFixture zk;
-
-    @BeforeAll
-    static void startServer() throws Exception {
-        zk = ZooKeeperFixture.start();
-    }
-
-    @AfterAll
-    static void stopServer() throws Exception {
-        zk.close();
-    }
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
     @Test
     void uncontendedAcquireAndCloseMakeThreeRequests() throws Exception {
