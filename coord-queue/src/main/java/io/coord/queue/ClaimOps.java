@@ -110,18 +110,7 @@ final class ClaimOps {
      */
     private Claimed whoHolds(String name) {
         NameCache names = queue.view.names();
-        names.watchClaim(name);
-        String claimPath = queue.layout.claim(name);
-        CuratorEvent event = Zk.awaitFully(
-                Zk.call(
-                        queue.context,
-                        cb -> queue.context
-                                .client()
-                                .getData()
-                                .usingWatcher(queue.view.claimsWatcher())
-                                .inBackground(cb)
-                                .forPath(claimPath)),
-                claimPath);
+        CuratorEvent event = queue.readClaimWatched(name);
         Code code = Zk.code(event);
         long session = queue.context.sessionId();
         if (code == Code.OK && event.getStat().getEphemeralOwner() == session) {
@@ -138,7 +127,7 @@ final class ClaimOps {
         if (Zk.isInDoubt(code)) {
             return new Claimed(Outcome.SESSION_ENDED, 0);
         }
-        throw Zk.failure("reading", claimPath, code);
+        throw Zk.failure("reading", queue.layout.claim(name), code);
     }
 
     /** Reads a claimed item's stored bytes; null if it vanished under the claim. */

@@ -115,25 +115,14 @@ final class Consumer<T> {
     /** Asks with a watch whether someone holds the item's claim: getData, since exists would leave a watch. */
     private boolean isClaimed(String name) {
         NameCache names = queue.view.names();
-        names.watchClaim(name);
-        String claimPath = queue.layout.claim(name);
-        CuratorEvent claim = Zk.awaitFully(
-                Zk.call(
-                        queue.context,
-                        cb -> queue.context
-                                .client()
-                                .getData()
-                                .usingWatcher(queue.view.claimsWatcher())
-                                .inBackground(cb)
-                                .forPath(claimPath)),
-                claimPath);
+        CuratorEvent claim = queue.readClaimWatched(name);
         Code code = Zk.code(claim);
         if (code == Code.OK) {
             return true; // the name stays out of play until the watch sees the claim go
         }
         names.unwatchClaim(name, true);
         if (code != Code.NONODE) {
-            throw Zk.failure("reading", claimPath, code);
+            throw Zk.failure("reading", queue.layout.claim(name), code);
         }
         return false;
     }

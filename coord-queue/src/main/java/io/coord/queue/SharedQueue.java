@@ -3,6 +3,7 @@ package io.coord.queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.data.Stat;
 
@@ -69,5 +70,24 @@ final class SharedQueue {
                     case NONODE -> null;
                     default -> throw Zk.failure("reading the size of", layout.items(), Zk.code(event));
                 });
+    }
+
+    /**
+     * Reads claims/X with a watch, so that a claim held elsewhere brings the name back when it goes: getData, since
+     * exists would leave a watch on a claim that is not there. The name is held out before the read, so a deletion
+     * that fires the watch at once still finds it.
+     */
+    CuratorEvent readClaimWatched(String name) {
+        view.names().watchClaim(name);
+        String claimPath = layout.claim(name);
+        return Zk.awaitFully(
+                Zk.call(
+                        context,
+                        cb -> context.client()
+                                .getData()
+                                .usingWatcher(view.claimsWatcher())
+                                .inBackground(cb)
+                                .forPath(claimPath)),
+                claimPath);
     }
 }
