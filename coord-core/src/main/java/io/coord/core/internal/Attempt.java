@@ -266,6 +266,11 @@ final class Attempt {
     // ---- deciding ----
 
     private void evaluate(List<Runnable> todo) {
+        evaluate(todo, false);
+    }
+
+    /** @param woken whether a watched predecessor was just deleted */
+    private void evaluate(List<Runnable> todo, boolean woken) {
         if (phase == Phase.DONE || snapshot == null || readPending) {
             return;
         }
@@ -280,6 +285,13 @@ final class Attempt {
             return;
         }
         phase = Phase.WAITING;
+        if (woken && decision.watch().size() == 1 && queue.size() > 2 && !watching.contains(name(decision))) {
+            // The node we watched is gone and more remain before us. In a FIFO hand-off it was the holder and the
+            // rest left before it, unseen by us: one read beats finding that out a node at a time on the hand-off's
+            // critical path.
+            requestRead(todo);
+            return;
+        }
         for (SequenceNode node : decision.watch()) {
             if (ourNames.contains(node.name())) {
                 continue; // our own earlier nodes of a multi-node request leave only with us
@@ -408,9 +420,13 @@ final class Attempt {
                 SequenceNode.parse(name).ifPresent(this::prune);
             }
             if (phase == Phase.WAITING) {
-                evaluate(todo); // re-watches if the event was not a deletion
+                evaluate(todo, event.getType() == EventType.NodeDeleted); // re-watches after any other change
             }
         });
+    }
+
+    private static String name(Decision decision) {
+        return decision.watch().get(0).name();
     }
 
     private void prune(SequenceNode node) {
