@@ -1,0 +1,213 @@
+package io.coord.bench;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.test.InstanceSpec;
+import org.apache.curator.test.TestingCluster;
+
+/**
+ * The ZooKeeper ensemble a run talks to: an embedded 3-node {@link TestingCluster}, or an existing one given with
+ * {@code --connect}, optionally behind one {@link DelayProxy} per server. It hands out started clients and closes
+ * them, the proxies and the cluster at the end.
+ */
+public final class Ensemble implements AutoCloseable {
+    /** Short, so that a killed server's sessions expire within a demo's patience, yet long enough for a busy 2-core box. */
+    public static final Duration SESSION_TIMEOUT = Duration.ofSeconds(5);
+
+    // A 1 s tick lets the servers grant a 5 s session (they allow 2 to 20 ticks) and notice a dead peer quickly.
+    private static final int TICK_MS = 1_000;
+    private static final Duration CONNECT_WAIT = Duration.ofSeconds(30);
+    private static final String FORCE_SYNC = "zookeeper.forceSync";
+
+    private final TestingCluster cluster; // null with --connect
+    private final List<InetSocketAddress> servers;
+    private final List<DelayProxy> proxies;
+    private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
+
+    private Ensemble(TestingCluster cluster, List<InetSocketAddress> servers, List<DelayProxy> proxies) {
+        this.cluster = cluster;
+        this.servers = List.copyOf(servers);
+        this.proxies = List.copyOf(proxies);
+    }
+
+    /** Starts the embedded ensemble, or uses {@code connect}; with {@code rtt}, puts a delaying proxy in front. */
+    public static Ensemble start(Optional<List<String>> connect, Optional<Duration> rtt, Progress progress)
+            throws Exception {
+        TestingCluster cluster = null;
+        List<InetSocketAddress> servers = new ArrayList<>();
+        if (connect.isPresent()) {
+            for (String hostPort : connect.get()) {
+                int colon = hostPort.lastIndexOf(':');
+                servers.add(InetSocketAddress.createUnresolved(
+                        hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1))));
+            }
+        } else {
+            progress.step("starting an embedded 3-node ZooKeeper ensemble");
+            cluster = startCluster();
+            for (InstanceSpec spec : cluster.getInstances()) {
+                servers.add(InetSocketAddress.createUnresolved(spec.getHostname(), spec.getPort()));
+            }
+        }
+        List<DelayProxy> proxies = new ArrayList<>();
+        if (rtt.isPresent()) {
+            for (InetSocketAddress server : servers) {
+                proxies.add(
+                        DelayProxy.start(new InetSocketAddress(server.getHostString(), server.getPort()), rtt.get()));
+            }
+            progress.step(
+                    "client traffic goes through a proxy adding " + rtt.get().toNanos() / 1_000 + "us per round trip");
+        }
+        Ensemble ensemble = new Ensemble(cluster, servers, proxies);
+        try {
+            ensemble.awaitEveryServer();
+        } catch (Exception e) {
+            ensemble.close();
+            throw e;
+        }
+        progress.step("ensemble ready: " + ensemble.describe());
+        return ensemble;
+    }
+
+    private static TestingCluster startCluster() throws Exception {
+        // The embedded servers' data is thrown away, and on a VM disk every fsync adds 1 to 60 ms of noise that would
+        // drown what the bench compares: the clients' protocols. -Dzookeeper.forceSync=yes keeps it.
+        if (System.getProperty(FORCE_SYNC) == null) {
+            System.setProperty(FORCE_SYNC, "no");
+        }
+        List<InstanceSpec> specs = new ArrayList<>();
+        for (int id = 1; id <= 3; id++) {
+            // maxClientCnxns 0 lifts the per-address limit: every client of this program comes from loopback.
+            specs.add(new InstanceSpec(null, -1, -1, -1, true, id, TICK_MS, 0));
+        }
+        TestingCluster cluster = new TestingCluster(specs);
+        cluster.start();
+        return cluster;
+    }
+
+    public boolean isEmbedded() {
+        return cluster != null;
+    }
+
+    /** Whether the embedded servers skip fsync; false for an external ensemble, whose settings are its own. */
+    public boolean skipsFsync() {
+        return cluster != null && "no".equals(System.getProperty(FORCE_SYNC));
+    }
+
+    /** The servers' own client ports, never the proxies: where the four-letter words go. */
+    public List<InetSocketAddress> servers() {
+        return servers;
+    }
+
+    /** What clients connect to: one entry per server, through the proxy when there is one. */
+    public List<String> clientAddresses() {
+        List<String> addresses = new ArrayList<>();
+        for (int i = 0; i < servers.size(); i++) {
+            addresses.add(
+                    proxies.isEmpty()
+                            ? servers.get(i).getHostString() + ":"
+                                    + servers.get(i).getPort()
+                            : proxies.get(i).address());
+        }
+        return addresses;
+    }
+
+    /** A started, connected client of the whole ensemble; closed by {@link #close()} unless closed before. */
+    public CuratorFramework newClient() throws InterruptedException {
+        return newClient(String.join(",", clientAddresses()));
+    }
+
+    /** A started, connected client of the servers in {@code connectString} only. */
+    public CuratorFramework newClient(String connectString) throws InterruptedException {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connectString)
+                .sessionTimeoutMs((int) SESSION_TIMEOUT.toMillis())
+                .connectionTimeoutMs(3_000)
+                .retryPolicy(new RetryNTimes(30, 200))
+                // The tracker would rewrite the connect string from the ensemble's config and bypass the proxy.
+                .ensembleTracker(false)
+                .build();
+        clients.add(client);
+        client.start();
+        if (!client.blockUntilConnected((int) CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            client.close();
+            throw new IllegalStateException("could not connect to " + connectString + " within " + CONNECT_WAIT);
+        }
+        return client;
+    }
+
+    /**
+     * Kills the embedded server that {@code client} is connected to, and names it. Its clients lose their connection
+     * at once; a client that can reach no other server loses its session when the timeout runs out.
+     */
+    public String killServerOf(CuratorFramework client) throws Exception {
+        if (cluster == null) {
+            throw new IllegalStateException("only an embedded ensemble can have a server killed");
+        }
+        InstanceSpec spec =
+                cluster.findConnectionInstance(client.getZookeeperClient().getZooKeeper());
+        if (spec == null || !cluster.killServer(spec)) {
+            throw new IllegalStateException("cannot find the running server of " + client);
+        }
+        return "server " + spec.getServerId() + " (port " + spec.getPort() + ")";
+    }
+
+    /**
+     * On an external ensemble, deletes what a run left under {@code root}: queues' parents, the demo's stock and
+     * config nodes. Best effort: a failure is reported, never thrown, because the run's results stand regardless.
+     * An embedded ensemble is thrown away whole, so there is nothing to do.
+     */
+    public void removeRunData(String root, Progress progress) {
+        if (cluster != null) {
+            return;
+        }
+        try {
+            CuratorFramework client = newClient();
+            if (client.checkExists().forPath(root) != null) {
+                client.delete().deletingChildrenIfNeeded().forPath(root);
+            }
+        } catch (Exception e) {
+            progress.step("could not remove " + root + " from the ensemble: " + e);
+        }
+    }
+
+    /** Closes every client handed out; the ensemble stays up. */
+    public void closeClients() {
+        clients.forEach(CuratorFramework::close);
+        clients.clear();
+    }
+
+    @Override
+    public void close() throws IOException {
+        closeClients();
+        proxies.forEach(DelayProxy::close);
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    private String describe() {
+        String where = (cluster != null ? "embedded, " : "external, ") + String.join(",", clientAddresses());
+        return proxies.isEmpty() ? where : where + " (proxies)";
+    }
+
+    /**
+     * Connects once to each server alone, so every one is known to be in the quorum and serving before anything is
+     * measured; a server that is still electing does not accept sessions.
+     */
+    private void awaitEveryServer() throws InterruptedException {
+        for (String address : clientAddresses()) {
+            CuratorFramework probe = newClient(address);
+            clients.remove(probe);
+            probe.close();
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package io.coord.bench.perf;
+
+import io.coord.bench.Safety;
+import io.coord.mutex.ReentrantMutex;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+
+/**
+ * Scenario 2: one mutex, every session looping acquire-release for a fixed time. Throughput is bounded by the
+ * hand-off: coord's next waiter is granted by the delete notification alone, InterProcessMutex's reads the children
+ * again first.
+ */
+final class ContendedMutex implements Scenario {
+    private static final List<Integer> SESSIONS = List.of(8, 32);
+
+    @Override
+    public String id() {
+        return "2";
+    }
+
+    @Override
+    public String title() {
+        return "one mutex, contended (vs InterProcessMutex)";
+    }
+
+    @Override
+    public List<Row> run(BenchContext ctx) throws Exception {
+        List<Row> rows = new ArrayList<>();
+        for (int n : SESSIONS) {
+            List<CuratorFramework> sessions = ctx.sessions(n);
+            String coordPath = ctx.path("s2", "coord", String.valueOf(n));
+            String curatorPath = ctx.path("s2", "curator", String.valueOf(n));
+            Safety.Guard coordGuard = ctx.safety().guard("2 coord ReentrantMutex, " + n + " sessions", 1);
+            Safety.Guard curatorGuard = ctx.safety().guard("2 Curator InterProcessMutex, " + n + " sessions", 1);
+            List<Load.Op> coordOps = new ArrayList<>();
+            List<Load.Op> curatorOps = new ArrayList<>();
+            for (CuratorFramework session : sessions) {
+                ReentrantMutex coordLock = new ReentrantMutex(session, coordPath);
+                InterProcessMutex curatorLock = new InterProcessMutex(session, curatorPath);
+                coordOps.add(() -> {
+                    coordLock.acquire();
+                    try {
+                        coordGuard.enter(coordLock.lease().fencingToken());
+                        coordGuard.exit();
+                    } finally {
+                        coordLock.release();
+                    }
+                });
+                curatorOps.add(() -> {
+                    curatorLock.acquire();
+                    try {
+                        curatorGuard.enter();
+                        curatorGuard.exit();
+                    } finally {
+                        curatorLock.release();
+                    }
+                });
+            }
+            Sample coord = new Sample("coord ReentrantMutex");
+            Sample curator = new Sample("Curator InterProcessMutex");
+            for (int round = 1; round <= ctx.plan().rounds(); round++) {
+                ctx.progress("2 contended mutex, " + n + " sessions: round " + round + "/"
+                        + ctx.plan().rounds());
+                Load.concurrent(ctx, coord, coordOps, ctx.plan().loadRun());
+                Load.concurrent(ctx, curator, curatorOps, ctx.plan().loadRun());
+            }
+            rows.add(new Row(id(), title(), n + " sessions", coord.figures(), List.of(curator.figures())));
+        }
+        return rows;
+    }
+}

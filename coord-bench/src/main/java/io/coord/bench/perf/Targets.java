@@ -1,0 +1,82 @@
+package io.coord.bench.perf;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/** The targets, judged on one run's rows. A row that is missing (not run, or failed) is a miss. */
+final class Targets {
+    private Targets() {}
+
+    /**
+     * Judges the targets of the scenarios in {@code attempted}; the others were not asked for.
+     *
+     * @param link how the clients reached the servers, e.g. "loopback" or "rtt 1ms", for scenario 1's label
+     */
+    static List<TargetResult> evaluate(List<Row> rows, String link, Set<String> attempted) {
+        return evaluate(rows, link).stream()
+                .filter(t -> attempted.contains(t.name().substring(0, t.name().indexOf(' '))))
+                .toList();
+    }
+
+    static List<TargetResult> evaluate(List<Row> rows, String link) {
+        List<TargetResult> targets = new ArrayList<>();
+        targets.add(TargetResult.atMost(
+                "1 uncontended median latency (" + link + ")",
+                ratio(rows, "1", "1 session").map(Figures.Ratios::median).orElse(Double.NaN),
+                0.70));
+        for (String sessions : List.of("8 sessions", "32 sessions")) {
+            targets.add(TargetResult.atLeast(
+                    "2 contended throughput, " + sessions,
+                    ratio(rows, "2", sessions).map(Figures.Ratios::throughput).orElse(Double.NaN),
+                    1.5));
+        }
+        targets.add(TargetResult.atMost("3 coord mean hand-off, longest / shortest queue", handOffGrowth(rows), 1.3));
+        targets.add(TargetResult.atLeast(
+                "5 semaphore throughput",
+                ratio(rows, "5", null).map(Figures.Ratios::throughput).orElse(Double.NaN),
+                2));
+        Optional<Row> drain = row(rows, "6", "drain 10,000 items");
+        if (drain.isEmpty()) {
+            targets.add(TargetResult.atLeast("6 drain 10,000 items, speed-up", Double.NaN, 10));
+        } else {
+            for (Figures.Ratios r : drain.get().ratios()) {
+                targets.add(TargetResult.atLeast(
+                        "6 drain 10,000, speed-up vs " + Report.shortName(r.versus()), r.throughput(), 10));
+            }
+        }
+        targets.add(TargetResult.atMost(
+                "7 failover median latency",
+                ratio(rows, "7", null).map(Figures.Ratios::median).orElse(Double.NaN),
+                0.8));
+        targets.add(TargetResult.below(
+                "8 coord threads added while waiters pend (absolute)",
+                row(rows, "8", null).map(r -> r.coord().extra()).orElse(Double.NaN),
+                20));
+        return targets;
+    }
+
+    /** coord's mean hand-off at the longest queue measured over its mean at the shortest. */
+    static double handOffGrowth(List<Row> rows) {
+        List<Row> handOff = rows.stream().filter(r -> r.scenario().equals("3")).toList();
+        if (handOff.size() < 2) {
+            return Double.NaN;
+        }
+        return Figures.ratio(
+                handOff.get(handOff.size() - 1).coord().meanMicros(),
+                handOff.get(0).coord().meanMicros());
+    }
+
+    private static Optional<Figures.Ratios> ratio(List<Row> rows, String scenario, String variant) {
+        return row(rows, scenario, variant).flatMap(r -> r.ratios().stream().findFirst());
+    }
+
+    /** The row of {@code scenario}, with {@code variant} unless it is null. */
+    private static Optional<Row> row(List<Row> rows, String scenario, String variant) {
+        return rows.stream()
+                .filter(r -> r.scenario().equals(scenario)
+                        && (variant == null || r.variant().equals(variant)))
+                .findFirst();
+    }
+}

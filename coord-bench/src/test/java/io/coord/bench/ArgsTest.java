@@ -1,0 +1,108 @@
+package io.coord.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class ArgsTest {
+
+    @Test
+    void demoNeedsNothingElse() throws UsageException {
+        Args args = Args.parse("demo");
+        assertEquals(Args.Command.DEMO, args.command());
+        assertEquals(Optional.empty(), args.connect());
+        assertEquals(Optional.empty(), args.rtt());
+        assertFalse(args.quick());
+    }
+
+    @Test
+    void benchTakesEveryOptionInAnyOrder() throws UsageException {
+        Args args = Args.parse("--quick", "bench", "--rtt", "1ms", "--connect", "zk1:2181,zk2:2182", "--only", "3,1");
+        assertEquals(Args.Command.BENCH, args.command());
+        assertTrue(args.quick());
+        assertEquals(Optional.of(Duration.ofMillis(1)), args.rtt());
+        assertEquals(Optional.of(List.of("zk1:2181", "zk2:2182")), args.connect());
+        assertEquals(Set.of("1", "3"), args.only());
+    }
+
+    @Test
+    void helpWinsOverACommand() throws UsageException {
+        assertEquals(Args.Command.HELP, Args.parse("bench", "--help").command());
+        assertEquals(Args.Command.HELP, Args.parse("-h").command());
+    }
+
+    @Test
+    void durationsCarryTheirUnit() throws UsageException {
+        assertEquals(Duration.ofNanos(500_000), Args.duration("500us"));
+        assertEquals(Duration.ofNanos(500_000), Args.duration("0.5ms"));
+        assertEquals(Duration.ofMillis(2), Args.duration("2ms"));
+        assertEquals(Duration.ofSeconds(1), Args.duration("1s"));
+        assertEquals(Duration.ofNanos(250), Args.duration("250ns"));
+    }
+
+    @Test
+    void badDurationsAreRefusedWithTheValue() {
+        for (String bad : List.of("1", "ms", "1 ms", "-1ms", "0ms", "2s", "1h", "fast")) {
+            UsageException e = assertThrows(UsageException.class, () -> Args.parse("bench", "--rtt", bad), bad);
+            assertTrue(e.getMessage().contains("'" + bad + "'"), e.getMessage());
+        }
+    }
+
+    @Test
+    void unknownCommandsAndOptionsAreNamed() {
+        assertEquals(
+                "unknown command 'benchmark'",
+                assertThrows(UsageException.class, () -> Args.parse("benchmark"))
+                        .getMessage());
+        assertEquals(
+                "unknown option '--fast'",
+                assertThrows(UsageException.class, () -> Args.parse("bench", "--fast"))
+                        .getMessage());
+    }
+
+    @Test
+    void aCommandIsRequiredAndOnlyOne() {
+        assertThrows(UsageException.class, () -> Args.parse());
+        assertThrows(UsageException.class, () -> Args.parse("--quick"));
+        assertThrows(UsageException.class, () -> Args.parse("demo", "bench"));
+    }
+
+    @Test
+    void optionsNeedTheirValues() {
+        assertEquals(
+                "--rtt needs a value",
+                assertThrows(UsageException.class, () -> Args.parse("bench", "--rtt"))
+                        .getMessage());
+        assertEquals(
+                "--connect needs a value",
+                assertThrows(UsageException.class, () -> Args.parse("bench", "--connect", "--quick"))
+                        .getMessage());
+    }
+
+    @Test
+    void benchOnlyOptionsAreRefusedForTheDemo() {
+        assertThrows(UsageException.class, () -> Args.parse("demo", "--rtt", "1ms"));
+        assertThrows(UsageException.class, () -> Args.parse("demo", "--quick"));
+        assertThrows(UsageException.class, () -> Args.parse("demo", "--only", "1"));
+    }
+
+    @Test
+    void connectStringsAreHostPortPairs() {
+        for (String bad : List.of("zk1", "zk1:", "zk1:2181/chroot", "zk1:99999", "zk1:2181,", ":2181")) {
+            assertThrows(UsageException.class, () -> Args.parse("bench", "--connect", bad), bad);
+        }
+    }
+
+    @Test
+    void scenarioNumbersRunFromOneToEight() {
+        assertThrows(UsageException.class, () -> Args.parse("bench", "--only", "9"));
+        assertThrows(UsageException.class, () -> Args.parse("bench", "--only", "1,,2"));
+    }
+}

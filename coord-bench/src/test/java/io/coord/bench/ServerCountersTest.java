@@ -1,0 +1,43 @@
+package io.coord.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.OptionalLong;
+import org.junit.jupiter.api.Test;
+
+class ServerCountersTest {
+
+    @Test
+    void requestsAreSummedOverSessionsOnly() {
+        String cons = """
+                 /127.0.0.1:43832[1](queued=0,recved=23,sent=23,sid=0x20000200dbe0000,lop=GETD,est=1,to=5000)
+                 /127.0.0.1:43840[1](queued=0,recved=7,sent=7,sid=0x20000200dbe0001,lop=PING,est=1,to=5000)
+                 /127.0.0.1:35562[0](queued=0,recved=1,sent=0)
+                """;
+        // The last line is the cons connection itself: no session, not a client's request.
+        assertEquals(OptionalLong.of(30), ServerCounters.parseRequests(cons));
+    }
+
+    @Test
+    void aServerWithoutSessionsCountsZero() {
+        assertEquals(
+                OptionalLong.of(0), ServerCounters.parseRequests(" /127.0.0.1:35562[0](queued=0,recved=1,sent=0)\n"));
+    }
+
+    @Test
+    void aRefusedCommandIsNotAZero() {
+        assertEquals(
+                OptionalLong.empty(),
+                ServerCounters.parseRequests("cons is not executed because it is not in the whitelist.\n"));
+        assertEquals(
+                OptionalLong.empty(),
+                ServerCounters.parseWatches("wchs is not executed because it is not in the whitelist.\n"));
+    }
+
+    @Test
+    void watchesComeFromTheTotalLine() {
+        assertEquals(
+                OptionalLong.of(11),
+                ServerCounters.parseWatches("1 connections watching 11 paths\nTotal watches:11\n"));
+    }
+}
