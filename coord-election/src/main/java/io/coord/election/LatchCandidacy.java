@@ -1,5 +1,7 @@
 package io.coord.election;
 
+import static io.coord.election.Listeners.logDeparture;
+
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
@@ -172,7 +174,7 @@ final class LatchCandidacy {
             return;
         }
         if (error != null) {
-            log.warn("{} left the election", name, error);
+            logDeparture(log, engine, name, error);
             return;
         }
         lease.addStateListener(state -> termChanged(lease, state), events);

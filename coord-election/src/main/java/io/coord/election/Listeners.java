@@ -1,11 +1,13 @@
 package io.coord.election;
 
+import io.coord.core.internal.LeaseEngine;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Consumer;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,6 +57,15 @@ final class Listeners<L> {
             });
         } catch (RejectedExecutionException e) {
             log.warn("executor of listener {} rejected {} for election {}", r.listener(), change, path, e);
+        }
+    }
+
+    /** A closed client is an ordinary way to leave an election: say so quietly, and loudly for anything else. */
+    static void logDeparture(Logger log, LeaseEngine engine, String name, Throwable error) {
+        if (engine.client().getState() == CuratorFrameworkState.STOPPED) {
+            log.info("{} left the election: its client was closed", name);
+        } else {
+            log.warn("{} left the election", name, error);
         }
     }
 }

@@ -1,5 +1,7 @@
 package io.coord.election;
 
+import static io.coord.election.Listeners.logDeparture;
+
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.LeaseEngine;
@@ -197,7 +199,7 @@ final class SelectorTerms {
             return;
         }
         if (error != null) {
-            log.warn("{} left the election; requeue() to try again", name, error);
+            logDeparture(log, engine, name + " (requeue() to try again)", error);
             return;
         }
         // Runs on whichever thread moves the lease, possibly under the engine's locks: it only interrupts.
