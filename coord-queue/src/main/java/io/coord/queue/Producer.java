@@ -23,7 +23,7 @@ import org.apache.zookeeper.data.Stat;
  *
  * <p>No write is applied twice. A replay after a lost connection fails atomically on the slot's version. If the
  * session ends in the middle of a write, the slot dies with it and cannot tell; the producer then reads the items
- * whose sequence is at or above the parent's cversion before the write (where its own must be) and looks for its
+ * whose sequence is at or above the parent's next sequence before the write (where its own must be) and looks for its
  * token. The one gap left: if a consumer took the landed item before that look, the producer writes it again.
  */
 final class Producer {
@@ -53,7 +53,7 @@ final class Producer {
                     continue;
                 }
                 if (stat.getNumChildren() + stored.size() <= capacity) {
-                    if (commit(stored, token, stat.getCversion())) {
+                    if (commit(stored, token, nextSequence(stat))) {
                         return true;
                     }
                     attempt++;
@@ -161,5 +161,13 @@ final class Producer {
     private <V> V await(CompletableFuture<V> answer, Deadline deadline) throws InterruptedException {
         String items = queue.layout.items();
         return deadline.allowsWaiting() ? Zk.await(answer, items) : Zk.awaitFully(answer, items);
+    }
+
+    /**
+     * The sequence the parent's next child will get. ZooKeeper numbers children by creates alone, but reports a
+     * cversion that counts deletes too (twice the creates less the children left), so undo that.
+     */
+    static int nextSequence(Stat parent) {
+        return (parent.getCversion() + parent.getNumChildren()) / 2;
     }
 }
