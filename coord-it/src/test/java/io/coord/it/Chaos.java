@@ -8,6 +8,7 @@ import java.util.Random;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.test.InstanceSpec;
 
@@ -18,6 +19,7 @@ import org.apache.curator.test.InstanceSpec;
 final class Chaos implements Runnable {
     private final ClusterFixture cluster;
     private final List<CuratorFramework> clients;
+    private final List<String> labels;
     private final Timeline timeline;
     private final Random random;
     private final CountDownLatch stop = new CountDownLatch(1);
@@ -26,8 +28,22 @@ final class Chaos implements Runnable {
     private final AtomicInteger clientExpiries = new AtomicInteger();
 
     Chaos(ClusterFixture cluster, List<CuratorFramework> clients, Timeline timeline, long seed) {
+        this(
+                cluster,
+                clients,
+                IntStream.range(0, clients.size()).mapToObj(i -> "client-" + i).toList(),
+                timeline,
+                seed);
+    }
+
+    /** Like the other constructor, naming each client in the timeline by its label. */
+    Chaos(ClusterFixture cluster, List<CuratorFramework> clients, List<String> labels, Timeline timeline, long seed) {
+        if (labels.size() != clients.size()) {
+            throw new IllegalArgumentException(clients.size() + " clients but " + labels.size() + " labels");
+        }
         this.cluster = cluster;
         this.clients = List.copyOf(clients);
+        this.labels = List.copyOf(labels);
         this.timeline = timeline;
         this.random = new Random(seed);
     }
@@ -79,10 +95,10 @@ final class Chaos implements Runnable {
     private void expireOnServers(int index) throws Exception {
         CuratorFramework client = awaitConnected(index);
         long session = cluster.expireSession(client);
-        timeline.add(
-                "chaos: expired session 0x" + Long.toHexString(session) + " of client-" + index + " on the servers");
+        timeline.add("chaos: expired session 0x" + Long.toHexString(session) + " of " + labels.get(index)
+                + " on the servers");
         // Counted only once the client is on a new session, which proves the old one really ended.
-        await("client-" + index + " on a new session")
+        await(labels.get(index) + " on a new session")
                 .atMost(Duration.ofSeconds(20))
                 .until(() -> {
                     long now = ClusterFixture.sessionId(client);
@@ -90,15 +106,15 @@ final class Chaos implements Runnable {
                             && now != session
                             && client.getZookeeperClient().isConnected();
                 });
-        timeline.add(
-                "chaos: client-" + index + " is on session 0x" + Long.toHexString(ClusterFixture.sessionId(client)));
+        timeline.add("chaos: " + labels.get(index) + " is on session 0x"
+                + Long.toHexString(ClusterFixture.sessionId(client)));
         serverExpiries.incrementAndGet();
     }
 
     private void expireOnClient(int index) throws Exception {
         CuratorFramework client = awaitConnected(index);
         long session = ClusterFixture.sessionId(client);
-        timeline.add("chaos: client-" + index + " is told session 0x" + Long.toHexString(session) + " expired");
+        timeline.add("chaos: " + labels.get(index) + " is told session 0x" + Long.toHexString(session) + " expired");
         cluster.expireSessionOnClient(client);
         clientExpiries.incrementAndGet();
     }
@@ -109,7 +125,7 @@ final class Chaos implements Runnable {
 
     private CuratorFramework awaitConnected(int index) {
         CuratorFramework client = clients.get(index);
-        await("client-" + index + " connected")
+        await(labels.get(index) + " connected")
                 .atMost(Duration.ofSeconds(20))
                 .until(() -> client.getZookeeperClient().isConnected() && ClusterFixture.sessionId(client) != 0);
         return client;

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Comparator;
 import java.util.Locale;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
 /** What happened during a run, with times, so that a failed check can show the events around it. */
@@ -24,9 +25,14 @@ final class Timeline {
 
     /** Up to {@code limit} events nearest to {@code nanos}, at most {@code window} away, in order, one a line. */
     String around(long nanos, Duration window, int limit) {
+        return around(nanos, window, limit, what -> true);
+    }
+
+    /** Like {@link #around(long, Duration, int)}, keeping only the events whose text passes {@code filter}. */
+    String around(long nanos, Duration window, int limit, Predicate<String> filter) {
         long w = window.toNanos();
         return events.stream()
-                .filter(e -> Math.abs(e.nanos() - nanos) <= w)
+                .filter(e -> Math.abs(e.nanos() - nanos) <= w && filter.test(e.what()))
                 .sorted(Comparator.comparingLong(e -> Math.abs(e.nanos() - nanos)))
                 .limit(limit)
                 .sorted(Comparator.comparingLong(Event::nanos))

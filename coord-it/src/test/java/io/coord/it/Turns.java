@@ -1,0 +1,127 @@
+package io.coord.it;
+
+import io.coord.core.DistributedLock;
+import io.coord.core.Lease;
+import io.coord.core.Participant;
+import io.coord.semaphore.DistributedSemaphore;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.apache.curator.framework.CuratorFramework;
+
+/**
+ * Workers' turns under an {@link ExclusionChecker}: acquire with a timeout, do a little work only while the lease is
+ * valid, release. Timeouts and failures are counted, not thrown, so that a run goes on.
+ */
+final class Turns {
+    /** Waits up to the timeout for a lease; empty when it timed out. */
+    @FunctionalInterface
+    private interface Acquisition {
+        Optional<Lease> within(Duration timeout) throws InterruptedException;
+    }
+
+    private final ExclusionChecker checker;
+    private final Timeline timeline;
+    private final Duration acquireTimeout;
+    private final List<String> errors = new CopyOnWriteArrayList<>();
+    private final AtomicInteger timeouts = new AtomicInteger();
+
+    Turns(ExclusionChecker checker, Timeline timeline, Duration acquireTimeout) {
+        this.checker = checker;
+        this.timeline = timeline;
+        this.acquireTimeout = acquireTimeout;
+    }
+
+    /** One turn of the calling thread on {@code lock}, entering the checker in {@code mode}. */
+    void take(String worker, CuratorFramework client, DistributedLock lock, ExclusionChecker.Mode mode, long workNanos)
+            throws InterruptedException {
+        take(
+                worker,
+                client,
+                mode,
+                workNanos,
+                timeout -> lock.acquire(timeout) ? Optional.of(lock.lease()) : Optional.empty(),
+                lease -> lock.release(),
+                lock::participants);
+    }
+
+    /** One turn on {@code semaphore} for {@code mode.permits()} permits, entering the checker in {@code mode}. */
+    void take(
+            String worker,
+            CuratorFramework client,
+            DistributedSemaphore semaphore,
+            ExclusionChecker.Mode mode,
+            long workNanos)
+            throws InterruptedException {
+        take(
+                worker,
+                client,
+                mode,
+                workNanos,
+                timeout -> semaphore.tryAcquire(mode.permits(), timeout),
+                Lease::close,
+                semaphore::participants);
+    }
+
+    /** Acquisitions that failed with an exception; a healthy run has none. */
+    List<String> errors() {
+        return List.copyOf(errors);
+    }
+
+    int timeouts() {
+        return timeouts.get();
+    }
+
+    private void take(
+            String worker,
+            CuratorFramework client,
+            ExclusionChecker.Mode mode,
+            long workNanos,
+            Acquisition acquisition,
+            Consumer<Lease> release,
+            Supplier<List<Participant>> queue)
+            throws InterruptedException {
+        Optional<Lease> granted;
+        try {
+            granted = acquisition.within(acquireTimeout);
+        } catch (RuntimeException e) {
+            // Waiting rides out connection loss and expiry; only a closed client or a hard error ends it.
+            String error =
+                    worker + " failed to acquire " + mode.name() + " at " + timeline.at(System.nanoTime()) + ": " + e;
+            timeline.add(error);
+            errors.add(error);
+            return;
+        }
+        if (granted.isEmpty()) {
+            timeouts.incrementAndGet();
+            timeline.add(worker + " timed out on " + mode.name() + "; the queue is " + describe(queue));
+            return;
+        }
+        Lease lease = granted.get();
+        try {
+            lease.addStateListener(state -> timeline.add(worker + ": " + lease.path() + " is " + state), Runnable::run);
+            checker.enter(worker, mode, lease, ClusterFixture.sessionId(client)).ifPresent(holder -> {
+                // The protected work: tiny, and abandoned as soon as the lease is no longer valid.
+                if (lease.isValid()) {
+                    LockSupport.parkNanos(workNanos);
+                }
+                checker.exit(holder);
+            });
+        } finally {
+            release.accept(lease);
+        }
+    }
+
+    private static String describe(Supplier<List<Participant>> queue) {
+        try {
+            return queue.get().toString();
+        } catch (RuntimeException e) {
+            return "unreadable (" + e + ")";
+        }
+    }
+}
