@@ -26,6 +26,7 @@ public final class LeaseEngine {
     private final String prefix;
     private final LeasePredicate predicate;
     private final byte[] nodeData;
+    private volatile ClientContext context; // looked up on first use: constructors do no I/O and register nothing
 
     /** Checks its arguments and does no I/O. */
     public LeaseEngine(CuratorFramework client, String path, String prefix, LeasePredicate predicate, byte[] nodeData) {
@@ -68,18 +69,16 @@ public final class LeaseEngine {
         Attempt attempt = start(new Attempt.Request(nodes, grant, false));
         CompletableFuture<Lease> future = new CompletableFuture<>();
         AtomicReference<Lease> delivered = new AtomicReference<>();
-        attempt.result.whenComplete((lease, error) -> ClientContext.of(client)
-                .callbacks()
-                .execute(() -> {
-                    if (error != null) {
-                        future.completeExceptionally(error);
-                        return;
-                    }
-                    delivered.set(lease);
-                    if (!future.complete(lease)) {
-                        lease.close(); // the caller gave up first
-                    }
-                }));
+        attempt.result.whenComplete((lease, error) -> context().callbacks().execute(() -> {
+            if (error != null) {
+                future.completeExceptionally(error);
+                return;
+            }
+            delivered.set(lease);
+            if (!future.complete(lease)) {
+                lease.close(); // the caller gave up first
+            }
+        }));
         future.whenComplete((lease, error) -> {
             // Cancelled, timed out, or completed from outside with anything but our lease: withdraw.
             if (lease == null || lease != delivered.get()) {
@@ -137,9 +136,18 @@ public final class LeaseEngine {
         if (state == CuratorFrameworkState.STOPPED) {
             throw ClientContext.closedError(path);
         }
-        Attempt attempt = new Attempt(this, ClientContext.of(client), request);
+        Attempt attempt = new Attempt(this, context(), request);
         attempt.start();
         return attempt;
+    }
+
+    private ClientContext context() {
+        ClientContext c = context;
+        if (c == null) {
+            c = ClientContext.of(client);
+            context = c;
+        }
+        return c;
     }
 
     /** Withdraws the attempt, unless it was granted in the meantime: then the lease is the caller's. */

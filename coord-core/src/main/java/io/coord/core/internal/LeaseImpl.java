@@ -93,7 +93,7 @@ final class LeaseImpl implements Lease {
 
     @Override
     public void close() {
-        if (moveTo(LeaseState.RELEASED)) {
+        if (moveTo(LeaseState.RELEASED, true)) {
             nodes.forEach(context::deleteGuaranteed);
         }
     }
@@ -113,23 +113,37 @@ final class LeaseImpl implements Lease {
 
     /** Applies one transition if the current state allows it; returns whether the state changed. */
     boolean moveTo(LeaseState next) {
+        return moveTo(next, false);
+    }
+
+    /**
+     * @param onCallersThread the caller is the user's own thread (close()), so that with no listeners to run, the
+     *     end can be completed right here instead of on another thread
+     */
+    private boolean moveTo(LeaseState next, boolean onCallersThread) {
         boolean startDelivery;
+        boolean inline;
         lock.lock();
         try {
             if (!allowed(state, next)) {
                 return false;
             }
             state = next;
-            undelivered.add(next);
-            startDelivery = !delivering;
-            delivering = true;
+            inline = onCallersThread && !delivering && listeners.isEmpty();
+            if (!inline) {
+                undelivered.add(next);
+            }
+            startDelivery = !inline && !delivering;
+            delivering |= startDelivery;
         } finally {
             lock.unlock();
         }
         if (next == LeaseState.LOST || next == LeaseState.RELEASED) {
             context.forget(this);
         }
-        if (startDelivery) {
+        if (inline) {
+            ended.complete(next);
+        } else if (startDelivery) {
             context.callbacks().execute(this::deliver);
         }
         return true;
