@@ -20,38 +20,48 @@ import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.FourLetterWordMain;
 import org.apache.zookeeper.data.Stat;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A 3-node embedded ensemble for fault tests: clients with short sessions that are closed for you, servers that can
- * be killed and restarted one at a time, real server-side session expiry, and leak checks. One per test class.
+ * be killed and restarted one at a time, real server-side session expiry, and leak checks. One per test class, as
+ * a JUnit extension: {@code @RegisterExtension static final ClusterFixture cluster = new ClusterFixture();}
  */
-final class ClusterFixture implements AutoCloseable {
+final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
     static final Duration SESSION_TIMEOUT = Duration.ofSeconds(4);
     // A 1 s tick lets the servers grant the 4 s session (the minimum is two ticks) and notice dead peers quickly.
     private static final int TICK_MS = 1_000;
     private static final Duration SERVER_READY = Duration.ofSeconds(30);
 
-    private final TestingCluster cluster;
-    private final List<InstanceSpec> instances;
+    private TestingCluster cluster;
+    private List<InstanceSpec> instances;
     private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
 
-    private ClusterFixture(TestingCluster cluster, List<InstanceSpec> instances) {
-        this.cluster = cluster;
-        this.instances = instances;
-    }
-
-    static ClusterFixture start() throws Exception {
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
         List<InstanceSpec> specs = new ArrayList<>();
         for (int id = 1; id <= 3; id++) {
             specs.add(new InstanceSpec(null, -1, -1, -1, true, id, TICK_MS, -1));
         }
-        TestingCluster cluster = new TestingCluster(specs);
+        cluster = new TestingCluster(specs);
         cluster.start();
-        ClusterFixture fixture = new ClusterFixture(cluster, List.copyOf(specs));
+        instances = List.copyOf(specs);
         for (InstanceSpec spec : specs) {
-            fixture.awaitServing(spec);
+            awaitServing(spec);
         }
-        return fixture;
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) {
+        closeClients();
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws Exception {
+        close();
     }
 
     String connectString() {
@@ -197,7 +207,6 @@ final class ClusterFixture implements AutoCloseable {
         clients.clear();
     }
 
-    @Override
     public void close() throws IOException {
         closeClients();
         cluster.close();

@@ -20,25 +20,20 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** A {@link ReentrantMutex} and Curator's {@link InterProcessMutex} on one path are one lock with one queue. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class CuratorInteropIT {
-    private static ClusterFixture cluster;
+    @RegisterExtension
+    static final ClusterFixture cluster = new ClusterFixture();
 
     // Curator's mutex must be released by the thread that acquired it, so all its calls go through this one.
     private ExecutorService curatorThread;
-
-    @BeforeAll
-    static void startCluster() throws Exception {
-        cluster = ClusterFixture.start();
-    }
 
     @BeforeEach
     void startCuratorThread() {
@@ -48,12 +43,6 @@ class CuratorInteropIT {
     @AfterEach
     void closeClients() {
         curatorThread.shutdownNow();
-        cluster.closeClients();
-    }
-
-    @AfterAll
-    static void stopCluster() throws Exception {
-        cluster.close();
     }
 
     @Test

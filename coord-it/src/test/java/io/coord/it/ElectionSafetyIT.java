@@ -28,13 +28,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.awaitility.core.ConditionTimeoutException;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * One valid leader at a time, rising epochs and a settled outcome for {@link LeaderLatch} sharing an election with
@@ -51,18 +50,14 @@ class ElectionSafetyIT {
     private static final int MAX_TERM_MILLIS = 600;
     private static final Duration SETTLE = Duration.ofSeconds(30);
 
-    private static ClusterFixture cluster;
+    @RegisterExtension
+    static final ClusterFixture cluster = new ClusterFixture();
 
     private final Timeline timeline = new Timeline();
     private final Set<Long> coordEpochs = ConcurrentHashMap.newKeySet();
     private final AtomicInteger curatorTerms = new AtomicInteger();
     private ExclusionChecker checker;
     private ScheduledExecutorService stepDowns;
-
-    @BeforeAll
-    static void startCluster() throws Exception {
-        cluster = ClusterFixture.start();
-    }
 
     @BeforeEach
     void startStepDowns() {
@@ -72,12 +67,6 @@ class ElectionSafetyIT {
     @AfterEach
     void closeClients() {
         stepDowns.shutdownNow();
-        cluster.closeClients();
-    }
-
-    @AfterAll
-    static void stopCluster() throws Exception {
-        cluster.close();
     }
 
     @Test

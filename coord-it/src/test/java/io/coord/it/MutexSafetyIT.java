@@ -9,12 +9,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Mutual exclusion, fencing and progress of {@link ReentrantMutex} while servers die and sessions expire: five
@@ -28,24 +26,10 @@ class MutexSafetyIT {
     private static final Duration ACQUIRE_TIMEOUT = Duration.ofSeconds(5);
     private static final long WORK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
-    private static ClusterFixture cluster;
+    @RegisterExtension
+    static final ClusterFixture cluster = new ClusterFixture();
 
     private final Timeline timeline = new Timeline();
-
-    @BeforeAll
-    static void startCluster() throws Exception {
-        cluster = ClusterFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() {
-        cluster.closeClients();
-    }
-
-    @AfterAll
-    static void stopCluster() throws Exception {
-        cluster.close();
-    }
 
     @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)

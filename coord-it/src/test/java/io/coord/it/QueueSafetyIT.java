@@ -28,11 +28,9 @@ import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.test.InstanceSpec;
 import org.apache.zookeeper.data.Stat;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The queue's delivery guarantees while servers die and sessions expire. Through {@code poll} and {@code take} under
@@ -61,24 +59,10 @@ class QueueSafetyIT {
     private static final int MAX_VICTIMS = 16;
     private static final Duration CLAIM_RUN_LIMIT = Duration.ofSeconds(40);
 
-    private static ClusterFixture cluster;
+    @RegisterExtension
+    static final ClusterFixture cluster = new ClusterFixture();
 
     private final Timeline timeline = new Timeline();
-
-    @BeforeAll
-    static void startCluster() throws Exception {
-        cluster = ClusterFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() {
-        cluster.closeClients();
-    }
-
-    @AfterAll
-    static void stopCluster() throws Exception {
-        cluster.close();
-    }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)

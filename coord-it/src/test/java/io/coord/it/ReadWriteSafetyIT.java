@@ -11,12 +11,10 @@ import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Exclusion, sharing, fencing and progress of {@link ReadWriteMutex} while servers die and sessions expire: four
@@ -36,24 +34,10 @@ class ReadWriteSafetyIT {
     private static final Mode READ = Mode.shared("read", 1);
     private static final Mode WRITE = Mode.exclusive("write");
 
-    private static ClusterFixture cluster;
+    @RegisterExtension
+    static final ClusterFixture cluster = new ClusterFixture();
 
     private final Timeline timeline = new Timeline();
-
-    @BeforeAll
-    static void startCluster() throws Exception {
-        cluster = ClusterFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() {
-        cluster.closeClients();
-    }
-
-    @AfterAll
-    static void stopCluster() throws Exception {
-        cluster.close();
-    }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)

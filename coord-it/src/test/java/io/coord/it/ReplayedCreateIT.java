@@ -13,11 +13,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.test.InstanceSpec;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A create that the server applied but whose reply was lost is sent again on reconnection, which makes a second
@@ -27,22 +25,8 @@ import org.junit.jupiter.api.Timeout;
 class ReplayedCreateIT {
     private static final Duration GRANT_WAIT = Duration.ofSeconds(10);
 
-    private static ClusterFixture cluster;
-
-    @BeforeAll
-    static void startCluster() throws Exception {
-        cluster = ClusterFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() {
-        cluster.closeClients();
-    }
-
-    @AfterAll
-    static void stopCluster() throws Exception {
-        cluster.close();
-    }
+    @RegisterExtension
+    static final ClusterFixture cluster = new ClusterFixture();
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)

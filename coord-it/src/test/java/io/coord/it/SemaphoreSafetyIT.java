@@ -12,12 +12,10 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The permit limit, sharing and progress of {@link DistributedSemaphore} while servers die and sessions expire: four
@@ -37,24 +35,10 @@ class SemaphoreSafetyIT {
             .mapToObj(n -> Mode.shared(n + (n == 1 ? " permit" : " permits"), n))
             .toList();
 
-    private static ClusterFixture cluster;
+    @RegisterExtension
+    static final ClusterFixture cluster = new ClusterFixture();
 
     private final Timeline timeline = new Timeline();
-
-    @BeforeAll
-    static void startCluster() throws Exception {
-        cluster = ClusterFixture.start();
-    }
-
-    @AfterEach
-    void closeClients() {
-        cluster.closeClients();
-    }
-
-    @AfterAll
-    static void stopCluster() throws Exception {
-        cluster.close();
-    }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
