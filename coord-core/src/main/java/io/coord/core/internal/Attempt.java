@@ -68,6 +68,9 @@ final class Attempt {
     private Long pinned;
     private int staleHits;
     private final Set<String> pruned = new HashSet<>();
+    // Watches we still rely on. One we no longer need is simply forgotten, never removed: ZooKeeper answers the
+    // removal of one watcher with a check only, keeping its side of the watch until the node changes, so removing
+    // would cost a round trip and gain nothing. The watch then fires once into an attempt that ignores it.
     private final Set<String> watching = new HashSet<>();
 
     Attempt(LeaseEngine engine, ClientContext context, Request request) {
@@ -135,7 +138,7 @@ final class Attempt {
         snapshot = null;
         unpin();
         staleHits = 0;
-        removeWatches(todo);
+        watching.clear();
         createPending = true;
         readPending = true;
         todo.add(() -> create(gen, prefix));
@@ -343,7 +346,7 @@ final class Attempt {
 
     private void finish(LeaseImpl lease, List<Runnable> todo) {
         phase = Phase.DONE;
-        removeWatches(todo);
+        watching.clear();
         todo.add(() -> {
             if (!result.complete(lease) && lease != null) {
                 lease.close(); // withdrawn while the grant was being made
@@ -370,10 +373,7 @@ final class Attempt {
         act(todo -> {
             KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
             if (gen != generation || phase == Phase.DONE || !watching.contains(node.name())) {
-                if (rc == KeeperException.Code.OK) {
-                    todo.add(() -> Watches.unwatch(context.client(), watcher, full(node.name())));
-                }
-                return;
+                return; // a watch we no longer need: it fires once into an attempt that ignores it
             }
             switch (rc) {
                 case OK -> {} // wait for the watch to fire
@@ -442,7 +442,7 @@ final class Attempt {
             phase = Phase.DONE;
             withdrawn = true;
             generation++; // a create still in flight now finds itself stale and deletes what it made
-            removeWatches(todo);
+            watching.clear();
             deleteOurs(todo);
             sweepLater(todo, false);
         });
@@ -472,14 +472,6 @@ final class Attempt {
             shared.unpin(pinned);
             pinned = null;
         }
-    }
-
-    private void removeWatches(List<Runnable> todo) {
-        for (String name : watching) {
-            String path = full(name);
-            todo.add(() -> Watches.unwatch(context.client(), watcher, path));
-        }
-        watching.clear();
     }
 
     private void deleteOurs(List<Runnable> todo) {

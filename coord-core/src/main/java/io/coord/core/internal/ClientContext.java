@@ -37,9 +37,9 @@ final class ClientContext {
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
 
     private final ReentrantLock stateLock = new ReentrantLock();
-    // Guarded by stateLock.
+    // Written under stateLock; closed is also read without it.
     private boolean connected;
-    private boolean closed;
+    private volatile boolean closed;
     private long connectionEpoch;
     private List<Runnable> onConnected = new ArrayList<>();
 
@@ -114,20 +114,14 @@ final class ClientContext {
 
     /** True once the client is closed; also notices the close of a namespace facade, which sends no event. */
     boolean isClosed() {
-        boolean noticed;
-        stateLock.lock();
-        try {
-            if (closed) {
-                return true;
-            }
-            noticed = client.getState() == CuratorFrameworkState.STOPPED;
-        } finally {
-            stateLock.unlock();
+        if (closed) {
+            return true;
         }
-        if (noticed) {
-            closed();
+        if (client.getState() != CuratorFrameworkState.STOPPED) {
+            return false; // the common case, on every Lease.state(): two volatile reads, no lock
         }
-        return noticed;
+        closed(); // idempotent: a second caller finds every lease LOST and every attempt done already
+        return true;
     }
 
     boolean isConnected() {
