@@ -1,5 +1,6 @@
 package io.coord.bench.perf;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
@@ -38,17 +39,9 @@ public final class Report {
             appendConsole(out, row.coord(), row.extraName());
             row.curator().forEach(f -> appendConsole(out, f, row.extraName()));
             for (Figures.Ratios r : row.ratios()) {
-                out.append(String.format(
-                        Locale.ROOT,
-                        CONSOLE_ROW,
-                        "coord/" + shortName(r.versus()),
-                        "",
-                        Format.ratio(r.median()),
-                        Format.ratio(r.p99()),
-                        Format.ratio(r.mean()),
-                        Format.ratio(r.throughput()),
-                        Format.ratio(r.requestsPerOp()),
-                        row.extraName().isEmpty() ? "" : Format.ratio(r.extra())));
+                List<String> cells = new ArrayList<>(List.of("coord/" + shortName(r.versus()), ""));
+                cells.addAll(ratioCells(row, r));
+                out.append(String.format(Locale.ROOT, CONSOLE_ROW, cells.toArray()));
             }
         }
         out.append("\nTargets (coord/Curator ratios unless stated)\n");
@@ -81,17 +74,12 @@ public final class Report {
             for (Figures.Ratios r : row.ratios()) {
                 md.append(String.format(
                         Locale.ROOT,
-                        "| %s | %s | %s | **coord / %s** |  | %s | %s | %s | %s | %s | %s |%n",
+                        "| %s | %s | %s | **coord / %s** |  | %s |%n",
                         row.scenario(),
                         row.title(),
                         row.variant(),
                         shortName(r.versus()),
-                        Format.ratio(r.median()),
-                        Format.ratio(r.p99()),
-                        Format.ratio(r.mean()),
-                        Format.ratio(r.throughput()),
-                        Format.ratio(r.requestsPerOp()),
-                        row.extraName().isEmpty() ? "" : Format.ratio(r.extra())));
+                        String.join(" | ", ratioCells(row, r))));
             }
         }
         md.append("\n## Targets\n\n| verdict | target | rule | measured |\n|---|---|---|---:|\n");
@@ -104,6 +92,17 @@ public final class Report {
         appendMarkdownList(md, "Errors", results.errors());
         md.append('\n').append(verdict(results)).append('\n');
         return md.toString();
+    }
+
+    /** The six ratio cells of a coord/Curator line, in column order, for the console and Markdown alike. */
+    private static List<String> ratioCells(Row row, Figures.Ratios r) {
+        return List.of(
+                Format.ratio(r.median()),
+                Format.ratio(r.p99()),
+                Format.ratio(r.mean()),
+                Format.ratio(r.throughput()),
+                Format.ratio(r.requestsPerOp()),
+                row.extraName().isEmpty() ? "" : Format.ratio(r.extra()));
     }
 
     /** The implementation name without its "Curator " prefix, to keep the ratio label short. */
