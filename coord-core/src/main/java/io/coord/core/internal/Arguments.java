@@ -53,12 +53,19 @@ public final class Arguments {
 
     /** The id used when none is given: {@code pid@host}, like a JVM's own name. */
     public static String defaultParticipantId() {
-        String host;
-        try {
-            host = java.net.InetAddress.getLocalHost().getHostName();
-        } catch (java.net.UnknownHostException e) {
-            host = "localhost";
+        return DefaultId.VALUE;
+    }
+
+    /** Resolved once, on first use: a host name lookup may touch DNS, and constructors must not do I/O each time. */
+    private static final class DefaultId {
+        static final String VALUE = ProcessHandle.current().pid() + "@" + hostName();
+
+        private static String hostName() {
+            try {
+                return java.net.InetAddress.getLocalHost().getHostName();
+            } catch (java.net.UnknownHostException e) {
+                return "localhost";
+            }
         }
-        return ProcessHandle.current().pid() + "@" + host;
     }
 }
