@@ -8,8 +8,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.WeakHashMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -22,9 +26,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Everything coord keeps per {@link CuratorFramework}: the one connection-state listener that drives every lease of
- * the client, the contenders still waiting, and the per-path shared state.
+ * the client, the session it is on, the contenders and requests still waiting, and the per-path shared state. Every
+ * module reaches the client through this registry, namespace facades included.
  */
-final class ClientContext {
+public final class ClientContext {
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
     private static final ReentrantLock REGISTRY_LOCK = new ReentrantLock();
     // Weak both ways: the client keeps its context alive through the listeners it holds, and nothing else does.
@@ -35,6 +40,8 @@ final class ClientContext {
     private final Set<LeaseImpl> leases = ConcurrentHashMap.newKeySet();
     private final Set<Attempt> attempts = ConcurrentHashMap.newKeySet();
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
+    private final Set<CompletableFuture<?>> requests = ConcurrentHashMap.newKeySet();
+    private final CopyOnWriteArrayList<SessionListener> sessionListeners = new CopyOnWriteArrayList<>();
 
     private final ReentrantLock stateLock = new ReentrantLock();
     // Written under stateLock; closed is also read without it.
@@ -42,12 +49,36 @@ final class ClientContext {
     private volatile boolean closed;
     private long connectionEpoch;
     private List<Runnable> onConnected = new ArrayList<>();
+    // The session the client was last connected on, 0 if none yet or if it ended: a reconnection on the same one
+    // keeps watches and ephemeral nodes, any other is a new session.
+    private long session;
+
+    /** What a connection change means for the state a module keeps about the server. */
+    public enum SessionEvent {
+        /** The connection is down; the session, its watches and its ephemeral nodes may still live. */
+        SUSPENDED,
+        /** Connected again on the same session: watches and ephemeral nodes survived. */
+        RECONNECTED,
+        /** The session ended, or the client declared it lost: its watches and ephemeral nodes are gone or going. */
+        SESSION_ENDED,
+        /** Connected on a session other than the last one: nothing of the old session's survives. */
+        NEW_SESSION,
+        /** The client was closed. */
+        CLOSED
+    }
+
+    /** Hears every {@link SessionEvent} in order, on Curator's listener thread; must not block. */
+    @FunctionalInterface
+    public interface SessionListener {
+        void sessionChanged(SessionEvent event);
+    }
 
     private ClientContext(CuratorFramework client) {
         this.client = client;
     }
 
-    static ClientContext of(CuratorFramework client) {
+    /** The context of {@code client}, made and registered on first use; a namespace facade gets its own. */
+    public static ClientContext of(CuratorFramework client) {
         REGISTRY_LOCK.lock();
         try {
             WeakReference<ClientContext> ref = REGISTRY.get(client);
@@ -74,18 +105,22 @@ final class ClientContext {
         // Read after registering: a CONNECTED delivered in between is then seen one way or the other.
         stateLock.lock();
         try {
-            connected |= client.getZookeeperClient().isConnected();
+            if (client.getZookeeperClient().isConnected()) {
+                connected = true;
+                // The session we start on, so that the first RECONNECTED on it is not taken for a new one.
+                session = session == 0 ? sessionId() : session;
+            }
         } finally {
             stateLock.unlock();
         }
     }
 
-    CuratorFramework client() {
+    public CuratorFramework client() {
         return client;
     }
 
     /** Runs user-facing completions and callbacks, never on ZooKeeper's event thread. */
-    Executor callbacks() {
+    public Executor callbacks() {
         return Executors.USER;
     }
 
@@ -112,8 +147,60 @@ final class ClientContext {
         attempts.remove(attempt);
     }
 
+    public void addSessionListener(SessionListener listener) {
+        sessionListeners.add(listener);
+    }
+
+    public void removeSessionListener(SessionListener listener) {
+        sessionListeners.remove(listener);
+    }
+
+    /** Registers a pending answer, so that closing the client fails it rather than leaving its caller waiting. */
+    public <T> CompletableFuture<T> track(CompletableFuture<T> answer) {
+        requests.add(answer);
+        answer.whenComplete((value, error) -> requests.remove(answer));
+        if (isClosed()) {
+            answer.completeExceptionally(closedError("the request"));
+        }
+        return answer;
+    }
+
+    /** Completes once the client is connected, at once if it is now; fails if the client is closed first. */
+    public CompletableFuture<Void> connected() {
+        CompletableFuture<Void> ready = track(new CompletableFuture<>());
+        whenConnected(() -> ready.complete(null));
+        return ready;
+    }
+
+    /**
+     * Waits for the connection until the deadline; false if it passed first.
+     *
+     * @throws CoordinationException if the client is closed
+     */
+    public boolean awaitConnected(Deadline deadline) throws InterruptedException {
+        if (isConnected()) {
+            return true;
+        }
+        try {
+            deadline.await(connected());
+            return true;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (ExecutionException e) {
+            throw closedError("the connection");
+        }
+    }
+
+    /**
+     * Whether the client's {@code ConnectionStateErrorPolicy} lets a hold survive SUSPENDED: Curator's
+     * {@code SessionConnectionStateErrorPolicy} ends holds only when the session is lost.
+     */
+    public boolean holdsThroughSuspension() {
+        return !client.getConnectionStateErrorPolicy().isErrorState(ConnectionState.SUSPENDED);
+    }
+
     /** True once the client is closed; also notices the close of a namespace facade, which sends no event. */
-    boolean isClosed() {
+    public boolean isClosed() {
         if (closed) {
             return true;
         }
@@ -124,7 +211,7 @@ final class ClientContext {
         return true;
     }
 
-    boolean isConnected() {
+    public boolean isConnected() {
         stateLock.lock();
         try {
             return connected;
@@ -157,7 +244,7 @@ final class ClientContext {
     }
 
     /** Runs {@code task} on coord's retry thread once the client is connected, at once if it is now. */
-    void whenConnected(Runnable task) {
+    public void whenConnected(Runnable task) {
         stateLock.lock();
         try {
             if (closed) {
@@ -174,7 +261,7 @@ final class ClientContext {
     }
 
     /** The current ZooKeeper session id, or 0 when there is no handle. */
-    long sessionId() {
+    public long sessionId() {
         try {
             return client.getZookeeperClient().getZooKeeper().getSessionId();
         } catch (Exception e) {
@@ -183,7 +270,7 @@ final class ClientContext {
     }
 
     /** Deletes a znode of ours, retried by Curator across connection loss until it succeeds or the session ends. */
-    void deleteGuaranteed(String path) {
+    public void deleteGuaranteed(String path) {
         try {
             client.delete()
                     .guaranteed()
@@ -195,19 +282,7 @@ final class ClientContext {
         }
     }
 
-    /** Best-effort delete of a znode of a session that is already gone. */
-    void deleteQuietly(String path) {
-        try {
-            client.delete()
-                    .quietly()
-                    .inBackground((c, event) -> logFailedDelete(path, event))
-                    .forPath(path);
-        } catch (Exception e) {
-            log.debug("delete of {} left to the session's end", path, e);
-        }
-    }
-
-    static CoordinationException closedError(String path) {
+    public static CoordinationException closedError(String path) {
         return new CoordinationException("the client was closed while waiting for " + path);
     }
 
@@ -223,9 +298,11 @@ final class ClientContext {
         List<LeaseImpl> toConfirm = List.of();
         List<LeaseImpl> lost = List.of();
         long epoch;
+        SessionEvent event;
         stateLock.lock();
         try {
             epoch = ++connectionEpoch;
+            event = sessionEvent(state);
             switch (state) {
                 case CONNECTED, RECONNECTED -> {
                     connected = true;
@@ -250,15 +327,36 @@ final class ClientContext {
         } finally {
             stateLock.unlock();
         }
-        // If the expiry was only declared by the client, the old session may linger on the server a little longer;
-        // deleting its nodes now lets the next holder in without waiting for that.
-        lost.forEach(l -> l.nodes().forEach(this::deleteQuietly));
+        // If the expiry was only declared by the client, the old session may linger on the server for a whole session
+        // timeout. Deleting its nodes, retried until the next connection carries it, lets the next holder in at once.
+        lost.forEach(l -> l.nodes().forEach(this::deleteGuaranteed));
+        sessionListeners.forEach(l -> l.sessionChanged(event));
         if (state == ConnectionState.LOST) {
             // Waiters' znodes died with the session: each queues again on the next one.
             List.copyOf(attempts).forEach(Attempt::sessionLost);
         }
         toConfirm.forEach(l -> confirm(l, epoch));
         ready.forEach(internal::execute);
+    }
+
+    /** Under stateLock: what {@code state} means for the session, tracking the session we are on. */
+    private SessionEvent sessionEvent(ConnectionState state) {
+        switch (state) {
+            case CONNECTED, RECONNECTED -> {
+                long now = sessionId();
+                boolean same = session != 0 && now == session;
+                session = now;
+                return same ? SessionEvent.RECONNECTED : SessionEvent.NEW_SESSION;
+            }
+            case LOST -> {
+                // The next connection is a new session, even if the handle reports the old id until it is replaced.
+                session = 0;
+                return SessionEvent.SESSION_ENDED;
+            }
+            default -> {
+                return SessionEvent.SUSPENDED;
+            }
+        }
     }
 
     /** After a reconnect, a SUSPECT lease is HELD again only if its znode still belongs to this session. */
@@ -305,8 +403,10 @@ final class ClientContext {
     /** The client is closed: its session is closed with it, which deletes every ephemeral node. */
     void closed() {
         List<LeaseImpl> lost;
+        boolean first;
         stateLock.lock();
         try {
+            first = !closed;
             closed = true;
             connected = false;
             onConnected = new ArrayList<>();
@@ -316,5 +416,9 @@ final class ClientContext {
             stateLock.unlock();
         }
         List.copyOf(attempts).forEach(a -> a.fail(closedError(a.path())));
+        List.copyOf(requests).forEach(r -> r.completeExceptionally(closedError("the request")));
+        if (first) {
+            sessionListeners.forEach(l -> l.sessionChanged(SessionEvent.CLOSED));
+        }
     }
 }

@@ -10,9 +10,9 @@ import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 
@@ -26,10 +26,23 @@ public final class LeaseEngine {
     private final String prefix;
     private final LeasePredicate predicate;
     private final byte[] nodeData;
+    private final LongSupplier ticker;
     private volatile ClientContext context; // looked up on first use: constructors do no I/O and register nothing
 
     /** Checks its arguments and does no I/O. */
     public LeaseEngine(CuratorFramework client, String path, String prefix, LeasePredicate predicate, byte[] nodeData) {
+        this(client, path, prefix, predicate, nodeData, Deadline.SYSTEM_TICKER);
+    }
+
+    /** Like the other constructor, timing its deadlines with {@code ticker} (nanoseconds, as System.nanoTime). */
+    public LeaseEngine(
+            CuratorFramework client,
+            String path,
+            String prefix,
+            LeasePredicate predicate,
+            byte[] nodeData,
+            LongSupplier ticker) {
+        this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.client = Arguments.client(client);
         this.path = Arguments.path(path);
         this.prefix = Objects.requireNonNull(prefix, "prefix");
@@ -88,35 +101,45 @@ public final class LeaseEngine {
         return future;
     }
 
+    /** A deadline {@code timeout} from now on this engine's ticker; null waits for ever, ZERO looks once. */
+    public Deadline deadline(Duration timeout) {
+        return Deadline.after(timeout, ticker);
+    }
+
     /**
      * Blocks until granted. With a timeout, returns null when it runs out; {@link Duration#ZERO} looks at the queue
-     * once. A null timeout waits for ever.
+     * once. A null timeout waits for ever, and so does one too long to count in nanoseconds.
      */
     public Lease acquire(Duration timeout) throws InterruptedException {
-        return acquire(timeout, 1, predicate);
+        return acquire(deadline(timeout), 1, predicate);
     }
 
     /** Like {@link #acquire(Duration)}, for {@code nodes} znodes granted together by {@code grant}. */
-    public Lease acquire(Duration timeout, int nodes, LeasePredicate grant) throws InterruptedException {
+    public Lease acquire(Deadline deadline, int nodes, LeasePredicate grant) throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException("interrupted before acquiring " + path);
         }
-        boolean tryOnce = timeout != null && timeout.isZero();
+        boolean tryOnce = !deadline.allowsWaiting();
         Attempt attempt = start(new Attempt.Request(nodes, grant, tryOnce));
         try {
-            return timeout == null || tryOnce
-                    ? attempt.result.get()
-                    : attempt.result.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            // A one-look attempt always ends by itself, granted or refused.
+            return tryOnce ? attempt.result.get() : deadline.await(attempt.result);
         } catch (TimeoutException e) {
             return cancelOrTake(attempt);
-        } catch (InterruptedException e) {
-            LeaseImpl granted = cancelOrTake(attempt);
-            if (granted != null) {
-                granted.close();
+        } catch (ExecutionException e) {
+            throw rethrow(e.getCause()); // the attempt failed and withdrew itself
+        } catch (InterruptedException | RuntimeException | Error e) {
+            // Anything else between starting and returning withdraws the attempt: a node left queued would become
+            // the head and block the lock for as long as this client lives.
+            try {
+                LeaseImpl granted = cancelOrTake(attempt);
+                if (granted != null) {
+                    granted.close();
+                }
+            } catch (RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
             }
             throw e;
-        } catch (ExecutionException e) {
-            throw rethrow(e.getCause());
         }
     }
 

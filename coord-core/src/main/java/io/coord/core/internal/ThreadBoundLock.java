@@ -20,6 +20,10 @@ import java.util.concurrent.locks.Lock;
  * write lock then takes the read lock without a new node: it shares the write lock's node, which stays in the queue
  * until both holds are released. That keeps every writer queued behind it blocked through a downgrade. A thread that
  * holds only the read lock is refused the write lock, since it would wait behind its own node for ever.
+ *
+ * <p>A hold ends when its lease ends, however it ends: released by {@link #release()}, closed directly through
+ * {@link #lease()}, or lost. From then on the thread does not hold the lock: {@link #holdCount()} is 0, a new
+ * {@code acquire} queues afresh, and {@link #release()} throws {@link IllegalMonitorStateException}.
  */
 public final class ThreadBoundLock implements DistributedLock {
     private final LeaseEngine engine;
@@ -56,7 +60,7 @@ public final class ThreadBoundLock implements DistributedLock {
     @Override
     public void acquire() throws InterruptedException {
         if (!reenter()) {
-            holds.put(Thread.currentThread(), new Hold(engine.acquire(null)));
+            hold(engine.acquire(null));
         }
     }
 
@@ -70,7 +74,7 @@ public final class ThreadBoundLock implements DistributedLock {
         if (lease == null) {
             return false;
         }
-        holds.put(Thread.currentThread(), new Hold(lease));
+        hold(lease);
         return true;
     }
 
@@ -78,7 +82,7 @@ public final class ThreadBoundLock implements DistributedLock {
     public void release() {
         Hold hold = ownHold();
         if (--hold.count == 0) {
-            holds.remove(Thread.currentThread());
+            holds.remove(Thread.currentThread(), hold);
             if (!partnerShares(hold.lease)) {
                 hold.lease.close();
             }
@@ -87,13 +91,12 @@ public final class ThreadBoundLock implements DistributedLock {
 
     @Override
     public boolean isHeldByCurrentThread() {
-        Hold hold = holds.get(Thread.currentThread());
-        return hold != null && isLive(hold.lease);
+        return liveHold(Thread.currentThread()) != null;
     }
 
     @Override
     public int holdCount() {
-        Hold hold = holds.get(Thread.currentThread());
+        Hold hold = liveHold(Thread.currentThread());
         return hold == null ? 0 : hold.count;
     }
 
@@ -133,29 +136,50 @@ public final class ThreadBoundLock implements DistributedLock {
         return getClass().getSimpleName() + "[" + engine.path() + "]";
     }
 
+    /** Records the current thread's new hold, and ends it when its lease ends, however that happens. */
+    private void hold(Lease lease) {
+        Thread me = Thread.currentThread();
+        Hold hold = new Hold(lease);
+        holds.put(me, hold);
+        lease.ended().whenComplete((state, error) -> holds.remove(me, hold));
+    }
+
     /**
      * Grants without a request when the current thread already has the lock, or holds the write lock of this read
      * lock's pair; refuses an upgrade from read to write.
      */
     private boolean reenter() {
         Thread me = Thread.currentThread();
-        Hold hold = holds.get(me);
+        Hold hold = liveHold(me);
         if (hold != null) {
-            checkNotLost(hold);
             hold.count++;
             return true;
         }
-        if (readPartner != null && readPartner.holds.containsKey(me)) {
+        if (readPartner != null && readPartner.liveHold(me) != null) {
             throw new IllegalStateException("the current thread holds the read lock on " + engine.path()
                     + " and would wait behind itself for the write lock; release the read lock first");
         }
-        Hold write = writePartner == null ? null : writePartner.holds.get(me);
+        Hold write = writePartner == null ? null : writePartner.liveHold(me);
         if (write != null) {
-            checkNotLost(write);
-            holds.put(me, new Hold(write.lease)); // downgrade: share the write lock's node
+            Hold shared = new Hold(write.lease); // downgrade: share the write lock's node
+            holds.put(me, shared);
+            write.lease.ended().whenComplete((state, error) -> holds.remove(me, shared));
             return true;
         }
         return false;
+    }
+
+    /**
+     * The thread's hold while its lease has not ended. A hold whose lease ended is dropped here at once, even before
+     * the lease's end reaches the callback that drops it too.
+     */
+    private Hold liveHold(Thread thread) {
+        Hold hold = holds.get(thread);
+        if (hold != null && !isLive(hold.lease)) {
+            holds.remove(thread, hold);
+            return null;
+        }
+        return hold;
     }
 
     /** HELD, or SUSPECT and possibly HELD again: not yet lost or released. */
@@ -164,25 +188,21 @@ public final class ThreadBoundLock implements DistributedLock {
         return state == LeaseState.HELD || state == LeaseState.SUSPECT;
     }
 
-    private void checkNotLost(Hold hold) {
-        if (hold.lease.state() == LeaseState.LOST) {
-            throw new IllegalStateException("the lease on " + engine.path()
-                    + " was lost; release() it before acquiring again (hold count " + hold.count + ")");
-        }
-    }
-
     /** Whether the paired lock still holds {@code lease} for the current thread, so its node must stay. */
     private boolean partnerShares(Lease lease) {
         ThreadBoundLock partner = readPartner != null ? readPartner : writePartner;
-        Hold hold = partner == null ? null : partner.holds.get(Thread.currentThread());
+        Hold hold = partner == null ? null : partner.liveHold(Thread.currentThread());
         return hold != null && hold.lease == lease;
     }
 
     private Hold ownHold() {
-        Hold hold = holds.get(Thread.currentThread());
+        Thread me = Thread.currentThread();
+        Hold recorded = holds.get(me);
+        Hold hold = liveHold(me);
         if (hold == null) {
+            String ended = recorded == null ? "" : "; its lease ended " + recorded.lease.state();
             throw new IllegalMonitorStateException(
-                    "the current thread (" + Thread.currentThread().getName() + ") does not hold " + engine.path());
+                    "the current thread (" + me.getName() + ") does not hold " + engine.path() + ended);
         }
         return hold;
     }
