@@ -95,8 +95,7 @@ public final class Deadline {
      * Waits for {@code future} until the deadline. {@link #now()} does not wait: it answers only if the future is
      * already done.
      */
-    public <T> T await(CompletableFuture<T> future)
-            throws InterruptedException, ExecutionException, TimeoutException {
+    public <T> T await(CompletableFuture<T> future) throws InterruptedException, ExecutionException, TimeoutException {
         if (kind == Kind.FOREVER) {
             return future.get();
         }
