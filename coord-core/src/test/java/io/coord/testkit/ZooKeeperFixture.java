@@ -9,7 +9,9 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.curator.framework.CuratorFramework;
@@ -86,15 +88,58 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
     }
 
     public CuratorFramework unstartedClient() {
-        CuratorFramework client = CuratorFrameworkFactory.builder()
+        return unstartedClient(builder -> {});
+    }
+
+    /** An unstarted client with this fixture's settings, changed by {@code custom}; closed after the test. */
+    public CuratorFramework unstartedClient(Consumer<CuratorFrameworkFactory.Builder> custom) {
+        CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(connectString())
                 .sessionTimeoutMs((int) SESSION_TIMEOUT.toMillis())
                 .connectionTimeoutMs(2_000)
                 .retryPolicy(new RetryNTimes(20, 100))
-                .ensembleTracker(false) // it keeps a config watch that would hide leaked ones
-                .build();
+                .ensembleTracker(false); // it keeps a config watch that would hide leaked ones
+        custom.accept(builder);
+        CuratorFramework client = builder.build();
         clients.add(client);
         return client;
+    }
+
+    /** A started, connected client with this fixture's settings, changed by {@code custom}. */
+    public CuratorFramework newCustomClient(Consumer<CuratorFrameworkFactory.Builder> custom)
+            throws InterruptedException {
+        CuratorFramework client = unstartedClient(custom);
+        client.start();
+        if (!client.blockUntilConnected(10, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("could not connect to " + connectString());
+        }
+        return client;
+    }
+
+    /**
+     * Ends session {@code sessionId} on the server if it is still alive there, and answers whether it was: a handle
+     * that joins a live session connects, one that joins an ended session is told it expired.
+     */
+    public boolean endSessionIfAlive(long sessionId, byte[] password) throws Exception {
+        CountDownLatch answered = new CountDownLatch(1);
+        AtomicBoolean alive = new AtomicBoolean();
+        Watcher watcher = e -> {
+            if (e.getState() == Watcher.Event.KeeperState.SyncConnected) {
+                alive.set(true);
+                answered.countDown();
+            } else if (e.getState() == Watcher.Event.KeeperState.Expired) {
+                answered.countDown();
+            }
+        };
+        ZooKeeper twin = new ZooKeeper(connectString(), (int) SESSION_TIMEOUT.toMillis(), watcher, sessionId, password);
+        try {
+            if (!answered.await(10, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("no answer about session " + sessionId);
+            }
+            return alive.get();
+        } finally {
+            twin.close();
+        }
     }
 
     /** Expires the client's session on the server, as a long partition would: its ephemeral nodes are deleted. */

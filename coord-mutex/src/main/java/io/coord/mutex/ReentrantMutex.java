@@ -5,6 +5,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import io.coord.core.internal.ThreadBoundLock;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.Lock;
+import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
 
 /**
@@ -43,8 +45,13 @@ public final class ReentrantMutex implements DistributedLock {
 
     /** A mutex whose nodes carry {@code participantId} as data, as {@link #participants()} reports it. */
     public ReentrantMutex(CuratorFramework client, String path, String participantId) {
+        this(client, path, participantId, Deadline.SYSTEM_TICKER);
+    }
+
+    /** Times its deadlines with {@code ticker}, a nanosecond clock like {@link System#nanoTime()}. */
+    ReentrantMutex(CuratorFramework client, String path, String participantId, LongSupplier ticker) {
         byte[] id = Arguments.participantId(participantId).getBytes(StandardCharsets.UTF_8);
-        this.lock = new ThreadBoundLock(new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), id));
+        this.lock = new ThreadBoundLock(new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), id, ticker));
     }
 
     @Override

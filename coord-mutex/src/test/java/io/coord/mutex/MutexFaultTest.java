@@ -18,6 +18,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -204,6 +206,45 @@ class MutexFaultTest {
         Lease lease = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
         client.close();
         assertEquals(LeaseState.LOST, lease.ended().get(10, TimeUnit.SECONDS));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLeaseDeclaredLostWhileCutOffHasItsNodeDeletedOnceTheClientReconnects() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("lost-while-cut-off");
+        // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection,
+        // and gives up on any one request after a single failed try.
+        CuratorFramework holderClient = zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
+                .simulatedSessionExpirationPercent(10)
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(0, 0)));
+        long oldSession = holderClient.getZookeeperClient().getZooKeeper().getSessionId();
+        byte[] oldPassword = holderClient.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        Lease held = new ReentrantMutex(holderClient, path).acquireAsync().get(10, TimeUnit.SECONDS);
+        CuratorFramework waiterClient = zk.newClient();
+        CompletableFuture<Void> waiterLost = new CompletableFuture<>();
+        waiterClient.getConnectionStateListenable().addListener((c, state) -> {
+            if (state == ConnectionState.LOST) {
+                waiterLost.complete(null);
+            }
+        });
+        ReentrantMutex waiter = new ReentrantMutex(waiterClient, path);
+        CompletableFuture<Lease> next = waiter.acquireAsync();
+        await().until(() -> waiter.participants().size() == 2);
+
+        zk.stopServer();
+        assertEquals(LeaseState.LOST, held.ended().get(20, TimeUnit.SECONDS));
+        // The waiter's own session is declared lost 2 s later: by then a one-try delete of the holder's node would
+        // have failed for good.
+        waiterLost.get(20, TimeUnit.SECONDS);
+        zk.restartServer();
+
+        Lease granted = next.get(15, TimeUnit.SECONDS);
+        assertTrue(granted.fencingToken() > held.fencingToken());
+        // The old session still lived on the server when the waiter got in: the node went by our delete, retried
+        // across the reconnect, not by the server expiring the session.
+        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        granted.close();
         zk.assertNoLeaks(path);
     }
 

@@ -3,9 +3,11 @@ package io.coord.rwlock;
 import io.coord.core.DistributedLock;
 import io.coord.core.LeasePredicate;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import io.coord.core.internal.ThreadBoundLock;
 import java.nio.charset.StandardCharsets;
+import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
 
 /**
@@ -44,10 +46,16 @@ public final class ReadWriteMutex {
 
     /** A read/write lock whose nodes carry {@code participantId} as data. */
     public ReadWriteMutex(CuratorFramework client, String path, String participantId) {
+        this(client, path, participantId, Deadline.SYSTEM_TICKER);
+    }
+
+    /** Times its deadlines with {@code ticker}, a nanosecond clock like {@link System#nanoTime()}. */
+    ReadWriteMutex(CuratorFramework client, String path, String participantId, LongSupplier ticker) {
         byte[] id = Arguments.participantId(participantId).getBytes(StandardCharsets.UTF_8);
-        this.readLock = new ThreadBoundLock(new LeaseEngine(client, path, READ_PREFIX, ReaderPredicate.INSTANCE, id));
-        this.writeLock =
-                new ThreadBoundLock(new LeaseEngine(client, path, WRITE_PREFIX, LeasePredicate.maxLeases(1), id));
+        this.readLock =
+                new ThreadBoundLock(new LeaseEngine(client, path, READ_PREFIX, ReaderPredicate.INSTANCE, id, ticker));
+        this.writeLock = new ThreadBoundLock(
+                new LeaseEngine(client, path, WRITE_PREFIX, LeasePredicate.maxLeases(1), id, ticker));
         ThreadBoundLock.pair(readLock, writeLock);
     }
 

@@ -5,6 +5,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -12,6 +13,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
+import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
 
 /**
@@ -43,12 +46,17 @@ public final class DistributedSemaphore {
 
     /** Checks its arguments and does no I/O. */
     public DistributedSemaphore(CuratorFramework client, String path, int maxLeases) {
+        this(client, path, maxLeases, Deadline.SYSTEM_TICKER);
+    }
+
+    /** Times its deadlines with {@code ticker}, a nanosecond clock like {@link System#nanoTime()}. */
+    DistributedSemaphore(CuratorFramework client, String path, int maxLeases, LongSupplier ticker) {
         if (maxLeases < 1) {
             throw new IllegalArgumentException("maxLeases must be >= 1: " + maxLeases);
         }
         byte[] id = Arguments.defaultParticipantId().getBytes(StandardCharsets.UTF_8);
         this.predicate = LeasePredicate.maxLeases(maxLeases);
-        this.engine = new LeaseEngine(client, path, PREFIX, predicate, id);
+        this.engine = new LeaseEngine(client, path, PREFIX, predicate, id, ticker);
         this.maxLeases = maxLeases;
         this.record = new LimitRecord(engine.client(), engine.path(), maxLeases);
     }
@@ -60,17 +68,17 @@ public final class DistributedSemaphore {
 
     /** Blocks until all {@code permits} are held together. */
     public Lease acquire(int permits) throws InterruptedException {
-        checkPermits(permits);
-        awaitRecord();
-        return engine.acquire(null, permits, predicate);
+        return acquire(permits, Deadline.forever());
     }
 
-    /** Waits up to {@code timeout} for all {@code permits}; {@link Duration#ZERO} looks once. */
+    /**
+     * Waits up to {@code timeout} for all {@code permits}, the first use's check of the recorded limit included;
+     * {@link Duration#ZERO} looks once, and answers empty at once while the client is disconnected.
+     */
     public Optional<Lease> tryAcquire(int permits, Duration timeout) throws InterruptedException {
         checkPermits(permits);
         Arguments.timeout(timeout);
-        awaitRecord();
-        return Optional.ofNullable(engine.acquire(timeout, permits, predicate));
+        return Optional.ofNullable(acquire(permits, engine.deadline(timeout)));
     }
 
     /**
@@ -79,6 +87,7 @@ public final class DistributedSemaphore {
      */
     public CompletableFuture<Lease> acquireAsync(int permits) {
         checkPermits(permits);
+        engine.checkUsable();
         if (record.isVerified()) {
             return engine.acquireAsync(permits, predicate);
         }
@@ -105,6 +114,16 @@ public final class DistributedSemaphore {
         return result;
     }
 
+    /** Null when the deadline passes first. */
+    private Lease acquire(int permits, Deadline deadline) throws InterruptedException {
+        checkPermits(permits);
+        engine.checkUsable();
+        if (!awaitRecord(deadline)) {
+            return null;
+        }
+        return engine.acquire(deadline, permits, predicate);
+    }
+
     public int maxLeases() {
         return maxLeases;
     }
@@ -126,12 +145,24 @@ public final class DistributedSemaphore {
         }
     }
 
-    private void awaitRecord() throws InterruptedException {
+    /** Checks the recorded limit under the caller's deadline; false if it passes first. */
+    private boolean awaitRecord(Deadline deadline) throws InterruptedException {
         if (record.isVerified()) {
-            return;
+            return true;
+        }
+        if (!deadline.allowsWaiting() && !engine.isConnected()) {
+            return false; // one look cannot be had without a connection
         }
         try {
-            record.verify().get();
+            CompletableFuture<Void> check = record.verify();
+            if (deadline.allowsWaiting()) {
+                deadline.await(check);
+            } else {
+                check.get();
+            }
+            return true;
+        } catch (TimeoutException e) {
+            return false; // the check goes on in the background, and the next call joins it
         } catch (ExecutionException e) {
             if (e.getCause() instanceof RuntimeException re) {
                 throw re;

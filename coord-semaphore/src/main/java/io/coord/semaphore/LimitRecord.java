@@ -3,6 +3,7 @@ package io.coord.semaphore;
 import io.coord.core.CoordinationException;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.CreateMode;
@@ -11,13 +12,19 @@ import org.apache.zookeeper.KeeperException.Code;
 
 /**
  * The semaphore's {@code maxLeases}, kept as the decimal data of its path, so that every client enforces one limit.
- * Checked once per instance, before its first acquisition.
+ * Checked once per instance, before its first acquisition; concurrent first acquisitions share one check.
+ *
+ * <p>The path is created PERSISTENT, not as a container like the engine's parents: the server reaps an idle
+ * container, and a record that vanished with it would let the next client record a different limit while this one
+ * goes on enforcing its own. Retiring a semaphore, or changing its limit, means deleting the path by hand.
  */
 final class LimitRecord {
     private final CuratorFramework client;
     private final String path;
     private final int maxLeases;
-    private volatile boolean verified;
+    private final ReentrantLock lock = new ReentrantLock();
+    // Guarded by lock.
+    private CompletableFuture<Void> check;
 
     LimitRecord(CuratorFramework client, String path, int maxLeases) {
         this.client = client;
@@ -26,14 +33,36 @@ final class LimitRecord {
     }
 
     boolean isVerified() {
-        return verified;
+        CompletableFuture<Void> c = current();
+        return c != null && c.isDone() && !c.isCompletedExceptionally();
     }
 
-    /** Completes when the record matches ours, writing it first if there is none. */
+    /**
+     * Completes when the record matches ours, writing it first if there is none. A check in flight is shared; a
+     * failed one is tried again by the next caller.
+     */
     CompletableFuture<Void> verify() {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        read(done);
-        return done;
+        CompletableFuture<Void> started;
+        lock.lock();
+        try {
+            if (check != null && !check.isCompletedExceptionally()) {
+                return check;
+            }
+            check = started = new CompletableFuture<>();
+        } finally {
+            lock.unlock();
+        }
+        read(started);
+        return started;
+    }
+
+    private CompletableFuture<Void> current() {
+        lock.lock();
+        try {
+            return check;
+        } finally {
+            lock.unlock();
+        }
     }
 
     private void read(CompletableFuture<Void> done) {
@@ -61,7 +90,7 @@ final class LimitRecord {
                             .inBackground((c, e) -> {
                                 Code rc = Code.get(e.getResultCode());
                                 if (rc == Code.OK) {
-                                    accept(done);
+                                    done.complete(null);
                                 } else if (rc == Code.BADVERSION) {
                                     read(done);
                                 } else {
@@ -85,20 +114,19 @@ final class LimitRecord {
                     + ", but this instance was built with maxLeases " + maxLeases));
             return;
         }
-        accept(done);
+        done.complete(null);
     }
 
     private void create(CompletableFuture<Void> done) {
-        // A container, like the engine's parents: the server removes it once the semaphore has no nodes left.
         run(
                 done,
                 () -> client.create()
                         .creatingParentContainersIfNeeded()
-                        .withMode(CreateMode.CONTAINER)
+                        .withMode(CreateMode.PERSISTENT)
                         .inBackground((c, event) -> {
                             Code rc = Code.get(event.getResultCode());
                             if (rc == Code.OK) {
-                                accept(done);
+                                done.complete(null);
                             } else if (rc == Code.NODEEXISTS) {
                                 read(done);
                             } else {
@@ -106,11 +134,6 @@ final class LimitRecord {
                             }
                         })
                         .forPath(path, encoded()));
-    }
-
-    private void accept(CompletableFuture<Void> done) {
-        verified = true;
-        done.complete(null);
     }
 
     private void fail(CuratorEvent event, CompletableFuture<Void> done) {
@@ -127,6 +150,7 @@ final class LimitRecord {
         return text.length() <= 40 ? text : text.substring(0, 40) + "...";
     }
 
+    /** A Curator builder chain, which declares {@code throws Exception}. */
     private interface Call {
         void run() throws Exception;
     }

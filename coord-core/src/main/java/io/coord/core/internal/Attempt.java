@@ -15,11 +15,9 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
-import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
-import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.Watcher.Event.EventType;
 import org.apache.zookeeper.Watcher.Event.KeeperState;
 
@@ -31,7 +29,7 @@ import org.apache.zookeeper.Watcher.Event.KeeperState;
  * <p>Each handler decides under {@link #lock} and makes its ZooKeeper calls after releasing it, so that a callback
  * Curator runs on the calling thread never re-enters a half-made decision.
  */
-final class Attempt {
+final class Attempt implements SharedPath.WatchSubscriber {
     private enum Phase {
         ENTERING,
         WAITING,
@@ -45,7 +43,6 @@ final class Attempt {
     private final ClientContext context;
     private final SharedPath shared;
     private final Request request;
-    private final Watcher watcher = this::watchEvent;
     private final AtomicBoolean ended = new AtomicBoolean();
     final CompletableFuture<LeaseImpl> result = new CompletableFuture<>();
 
@@ -68,9 +65,9 @@ final class Attempt {
     private Long pinned;
     private int staleHits;
     private final Set<String> pruned = new HashSet<>();
-    // Watches we still rely on. One we no longer need is simply forgotten, never removed: ZooKeeper answers the
-    // removal of one watcher with a check only, keeping its side of the watch until the node changes, so removing
-    // would cost a round trip and gain nothing. The watch then fires once into an attempt that ignores it.
+    // Nodes whose shared watch we wait on. One we no longer need is unsubscribed locally, never removed on the
+    // server: ZooKeeper answers the removal of one watcher with a check only, keeping its side of the watch until the
+    // node changes, so removing would cost a round trip and gain nothing.
     private final Set<String> watching = new HashSet<>();
 
     Attempt(LeaseEngine engine, ClientContext context, Request request) {
@@ -113,7 +110,7 @@ final class Attempt {
             if (phase == Phase.DONE || (ourNode != null && ourSession == context.sessionId())) {
                 return; // done, or already queued on the new session (LOST can arrive late)
             }
-            watching.clear();
+            unwatchAll();
             if (request.tryOnce()) {
                 finish(null, todo);
             } else {
@@ -138,7 +135,7 @@ final class Attempt {
         snapshot = null;
         unpin();
         staleHits = 0;
-        watching.clear();
+        unwatchAll();
         createPending = true;
         readPending = true;
         todo.add(() -> create(gen, prefix));
@@ -300,8 +297,7 @@ final class Attempt {
                 continue; // our own earlier nodes of a multi-node request leave only with us
             }
             if (watching.add(node.name())) {
-                int gen = generation;
-                todo.add(() -> watch(gen, node));
+                todo.add(() -> watch(node));
             }
         }
     }
@@ -346,7 +342,7 @@ final class Attempt {
 
     private void finish(LeaseImpl lease, List<Runnable> todo) {
         phase = Phase.DONE;
-        watching.clear();
+        unwatchAll();
         todo.add(() -> {
             if (!result.complete(lease) && lease != null) {
                 lease.close(); // withdrawn while the grant was being made
@@ -356,29 +352,36 @@ final class Attempt {
 
     // ---- waiting ----
 
-    private void watch(int gen, SequenceNode node) {
-        try {
-            // getData, not exists: exists on a missing node leaves a watch behind.
-            context.client()
-                    .getData()
-                    .usingWatcher(watcher)
-                    .inBackground((c, event) -> watchSet(gen, node, event))
-                    .forPath(full(node.name()));
-        } catch (Exception e) {
-            act(todo -> failWith(e, todo));
+    /** Waits on the node's one watch in this client, sending it if nobody here waits on the node yet. */
+    private void watch(SequenceNode node) {
+        shared.watch(node, this);
+    }
+
+    /** Stops waiting on every node: frees our place in their watches, at no cost on the server. */
+    private void unwatchAll() {
+        for (String name : watching) {
+            shared.unwatch(name, this);
+        }
+        watching.clear();
+    }
+
+    private void unwatch(String name) {
+        if (watching.remove(name)) {
+            shared.unwatch(name, this);
         }
     }
 
-    private void watchSet(int gen, SequenceNode node, CuratorEvent event) {
+    @Override
+    public void watchAnswered(SequenceNode node, KeeperException.Code rc) {
         act(todo -> {
-            KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
-            if (gen != generation || phase == Phase.DONE || !watching.contains(node.name())) {
-                return; // a watch we no longer need: it fires once into an attempt that ignores it
+            if (phase == Phase.DONE || !watching.contains(node.name())) {
+                return; // a watch we no longer need
             }
+            int gen = generation;
             switch (rc) {
                 case OK -> {} // wait for the watch to fire
                 case NONODE -> {
-                    watching.remove(node.name());
+                    unwatch(node.name());
                     prune(node);
                     // One gone node is a race with its owner; a second means the snapshot is stale, and one read
                     // is cheaper than walking it a node at a time.
@@ -389,7 +392,7 @@ final class Attempt {
                     }
                 }
                 default -> {
-                    watching.remove(node.name());
+                    unwatch(node.name());
                     if (isRetryable(rc)) {
                         retry(gen, todo, t -> {
                             if (!readPending) {
@@ -404,7 +407,8 @@ final class Attempt {
         });
     }
 
-    private void watchEvent(WatchedEvent event) {
+    @Override
+    public void watchFired(WatchedEvent event) {
         if (event.getType() == EventType.None) {
             // Connection changes reach us through the client's state listener, except the close of a namespace
             // facade, which only its watches see.
@@ -415,7 +419,7 @@ final class Attempt {
         }
         act(todo -> {
             String name = ZKPaths.getNodeFromPath(event.getPath());
-            watching.remove(name);
+            unwatch(name); // the shared watch is spent; a re-watch subscribes anew
             if (event.getType() == EventType.NodeDeleted) {
                 SequenceNode.parse(name).ifPresent(this::prune);
             }
@@ -442,7 +446,7 @@ final class Attempt {
             phase = Phase.DONE;
             withdrawn = true;
             generation++; // a create still in flight now finds itself stale and deletes what it made
-            watching.clear();
+            unwatchAll();
             deleteOurs(todo);
             sweepLater(todo, false);
         });

@@ -20,7 +20,10 @@ import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.CuratorEventType;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,6 +43,9 @@ public final class ClientContext {
     private final Set<LeaseImpl> leases = ConcurrentHashMap.newKeySet();
     private final Set<Attempt> attempts = ConcurrentHashMap.newKeySet();
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
+    // One watcher object for every node watch of this client. The handle keeps one registration per watcher and
+    // path, so waiters that come and go on one node never pile up registrations, even across SharedPath lifetimes.
+    private final Watcher nodeWatcher = this::nodeWatchFired;
     private final Set<CompletableFuture<?>> requests = ConcurrentHashMap.newKeySet();
     private final CopyOnWriteArrayList<SessionListener> sessionListeners = new CopyOnWriteArrayList<>();
 
@@ -130,6 +136,21 @@ public final class ClientContext {
             s.users++;
             return s;
         });
+    }
+
+    Watcher nodeWatcher() {
+        return nodeWatcher;
+    }
+
+    private void nodeWatchFired(WatchedEvent event) {
+        if (event.getType() == Watcher.Event.EventType.None || event.getPath() == null) {
+            paths.values().forEach(p -> p.watchFired(event));
+            return;
+        }
+        SharedPath shared = paths.get(ZKPaths.getPathAndNode(event.getPath()).getPath());
+        if (shared != null) {
+            shared.watchFired(event); // otherwise nobody waits on that path any more
+        }
     }
 
     void leave(SharedPath shared) {

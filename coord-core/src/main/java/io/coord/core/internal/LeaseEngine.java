@@ -147,11 +147,11 @@ public final class LeaseEngine {
         return Participants.read(client, path);
     }
 
-    private Attempt start(Attempt.Request request) {
-        if (request.nodes() < 1) {
-            throw new IllegalArgumentException("nodes must be >= 1: " + request.nodes());
-        }
-        Objects.requireNonNull(request.predicate(), "predicate");
+    /**
+     * Throws what an acquisition would throw on a client that cannot serve it: {@link IllegalStateException} if it
+     * was never started, {@link io.coord.core.CoordinationException} if it is closed.
+     */
+    public void checkUsable() {
         CuratorFrameworkState state = client.getState();
         if (state == CuratorFrameworkState.LATENT) {
             throw new IllegalStateException("the client must be started before acquiring " + path);
@@ -159,6 +159,19 @@ public final class LeaseEngine {
         if (state == CuratorFrameworkState.STOPPED) {
             throw ClientContext.closedError(path);
         }
+    }
+
+    /** Whether the client is connected now, so that a one-look call can answer without waiting. */
+    public boolean isConnected() {
+        return context().isConnected();
+    }
+
+    private Attempt start(Attempt.Request request) {
+        if (request.nodes() < 1) {
+            throw new IllegalArgumentException("nodes must be >= 1: " + request.nodes());
+        }
+        Objects.requireNonNull(request.predicate(), "predicate");
+        checkUsable();
         Attempt attempt = new Attempt(this, context(), request);
         attempt.start();
         return attempt;

@@ -1,10 +1,12 @@
 package io.coord.core.internal;
 
 import io.coord.core.SequenceNode;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -16,6 +18,8 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
 
 /**
  * What the contenders of one client on one path share: children reads, and the deletions any of them has seen.
@@ -26,6 +30,10 @@ import org.apache.zookeeper.KeeperException;
  *
  * <p>A deletion is remembered only while some contender still reads from a snapshot that could contain the node:
  * each contender pins the lowest sequence of its snapshot, and deletions below every pin are forgotten.
+ *
+ * <p>Watches on the queue's nodes are shared too: one registered watcher per node, however many contenders of this
+ * client wait on it. A contender that stops waiting only unsubscribes, which frees everything it held here and costs
+ * nothing on the server; the server's one-shot watch fires once more at most, into no subscriber.
  */
 final class SharedPath {
     private static final SequenceNode[] EMPTY = new SequenceNode[0];
@@ -40,8 +48,32 @@ final class SharedPath {
     private CompletableFuture<SequenceNode[]> next;
     private final TreeMap<Long, Integer> pins = new TreeMap<>();
     private final Map<CompletableFuture<SequenceNode[]>, Set<String>> sweeps = new HashMap<>();
+    // Guarded by lock. Node name -> the contenders waiting on its one watch.
+    private final Map<String, NodeWatch> watches = new HashMap<>();
     // Guarded by ClientContext.paths' compute.
     int users;
+
+    /** Hears about one watched node. Called outside every lock of this class. */
+    interface WatchSubscriber {
+        /** The watch request answered: OK means the watch is set, NONODE that the node is already gone. */
+        void watchAnswered(SequenceNode node, KeeperException.Code rc);
+
+        /** The node changed (or, with a None event, the connection did). */
+        void watchFired(WatchedEvent event);
+    }
+
+    /** One node's watch: who waits on it, and whether the server has confirmed it. */
+    private static final class NodeWatch {
+        final SequenceNode node;
+        final long session;
+        final Set<WatchSubscriber> subscribers = new LinkedHashSet<>();
+        boolean set;
+
+        NodeWatch(SequenceNode node, long session) {
+            this.node = node;
+            this.session = session;
+        }
+    }
 
     SharedPath(ClientContext context, String path) {
         this.context = context;
@@ -132,6 +164,107 @@ final class SharedPath {
                     .filter(id -> batch.contains("_c_" + id + "-"))
                     .ifPresent(id -> context.deleteGuaranteed(ZKPaths.makePath(path, node.name())));
         }
+    }
+
+    /**
+     * Subscribes to the deletion of {@code node}. The first subscriber of this client sends the watch (getData, not
+     * exists: exists on a missing node leaves a watch behind); later ones join it, and hear at once if it is set.
+     */
+    void watch(SequenceNode node, WatchSubscriber subscriber) {
+        NodeWatch joined;
+        boolean send;
+        long session = context.sessionId();
+        lock.lock();
+        try {
+            joined = watches.get(node.name());
+            if (joined != null && joined.session != session) {
+                joined = null; // its watch died with an older session
+            }
+            send = joined == null;
+            if (send) {
+                joined = new NodeWatch(node, session);
+                watches.put(node.name(), joined);
+            }
+            joined.subscribers.add(subscriber);
+        } finally {
+            lock.unlock();
+        }
+        if (send) {
+            sendWatch(joined);
+        } else if (joined.set) {
+            subscriber.watchAnswered(node, KeeperException.Code.OK);
+        }
+    }
+
+    /** The subscriber no longer waits on {@code name}; the last one to leave drops the entry. */
+    void unwatch(String name, WatchSubscriber subscriber) {
+        lock.lock();
+        try {
+            NodeWatch w = watches.get(name);
+            if (w != null && w.subscribers.remove(subscriber) && w.subscribers.isEmpty()) {
+                watches.remove(name);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** How many nodes this client keeps a watch entry for; for tests. */
+    int watchedNodes() {
+        lock.lock();
+        try {
+            return watches.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void sendWatch(NodeWatch w) {
+        try {
+            context.client()
+                    .getData()
+                    .usingWatcher(context.nodeWatcher())
+                    .inBackground((c, event) -> watchAnswered(w, KeeperException.Code.get(event.getResultCode())))
+                    .forPath(ZKPaths.makePath(path, w.node.name()));
+        } catch (Exception e) {
+            watchAnswered(w, KeeperException.Code.SYSTEMERROR);
+        }
+    }
+
+    private void watchAnswered(NodeWatch w, KeeperException.Code rc) {
+        List<WatchSubscriber> told;
+        lock.lock();
+        try {
+            if (rc == KeeperException.Code.OK) {
+                w.set = true;
+            } else {
+                watches.remove(w.node.name(), w); // no watch was left: the next subscriber asks again
+            }
+            told = List.copyOf(w.subscribers);
+        } finally {
+            lock.unlock();
+        }
+        told.forEach(s -> s.watchAnswered(w.node, rc));
+    }
+
+    /** A watch of this path's nodes fired, or (a None event) the connection changed. */
+    void watchFired(WatchedEvent event) {
+        List<WatchSubscriber> told = new ArrayList<>();
+        lock.lock();
+        try {
+            if (event.getType() == Watcher.Event.EventType.None) {
+                // Connection news, which only watches hear for a closing namespace facade: tell everyone.
+                watches.values().forEach(w -> told.addAll(w.subscribers));
+            } else {
+                NodeWatch w = watches.remove(ZKPaths.getNodeFromPath(event.getPath()));
+                if (w != null) {
+                    told.addAll(w.subscribers); // a one-shot watch: whoever waits on the node again sends anew
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        told.forEach(s -> s.watchFired(event));
     }
 
     /** A contender now reads from a snapshot whose lowest sequence is {@code low}. */

@@ -1,0 +1,108 @@
+package io.coord.mutex;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** A thread's hold ends when its lease ends, however the lease ends, so that two parties never both hold. */
+@Timeout(90)
+class HoldEndsWithLeaseTest {
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Test
+    void closingTheLeaseDirectlyEndsTheThreadsHold() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-lease");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        ReentrantMutex other = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        Lease first = mutex.lease();
+
+        first.close();
+
+        assertEquals(0, mutex.holdCount());
+        assertFalse(mutex.isHeldByCurrentThread());
+        assertFalse(mutex.isAcquiredInThisProcess());
+        IllegalMonitorStateException error = assertThrows(IllegalMonitorStateException.class, mutex::release);
+        assertTrue(error.getMessage().contains("does not hold " + path), error.getMessage());
+        assertThrows(IllegalMonitorStateException.class, mutex::lease);
+
+        // Acquiring again queues afresh: a new node, and the other client is excluded while it is held.
+        assertTrue(mutex.acquire(Duration.ofSeconds(10)));
+        assertEquals(1, mutex.holdCount());
+        Lease second = mutex.lease();
+        assertNotEquals(first.path(), second.path());
+        assertTrue(second.fencingToken() > first.fencingToken());
+        assertFalse(other.acquire(Duration.ZERO));
+        mutex.release();
+        assertEquals(LeaseState.RELEASED, second.state());
+        assertTrue(other.acquire(Duration.ofSeconds(10)));
+        other.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void tryWithResourcesOnTheLeaseReleasesTheLockForEveryone() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("try-with-lease");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        ReentrantMutex other = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        mutex.acquire();
+        try (Lease lease = mutex.lease()) {
+            assertTrue(lease.isValid());
+        }
+        assertEquals(0, mutex.holdCount());
+        assertTrue(other.acquire(Duration.ofSeconds(10)));
+        // The lock is the other client's now: re-entering is not possible, acquiring waits like anyone else.
+        assertFalse(mutex.acquire(Duration.ZERO));
+        other.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLostLeaseEndsTheHoldAndAcquiringAgainQueuesOnTheNewSession() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("lost-hold");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        mutex.acquire();
+        Lease lost = mutex.lease();
+
+        zk.expireSession(client);
+        await().atMost(Duration.ofSeconds(20)).until(() -> lost.state() == LeaseState.LOST);
+
+        assertEquals(0, mutex.holdCount());
+        assertFalse(mutex.isHeldByCurrentThread());
+        IllegalMonitorStateException error = assertThrows(IllegalMonitorStateException.class, mutex::release);
+        assertTrue(error.getMessage().contains("does not hold " + path), error.getMessage());
+        assertTrue(mutex.acquire(Duration.ofSeconds(20)));
+        assertTrue(mutex.lease().fencingToken() > lost.fencingToken());
+        mutex.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aReleasedDowngradeEndsBothHoldsWhenTheSharedLeaseIsClosed() throws Exception {
+        // The mutex has no partner; closing the lease of a doubly entered hold still ends the whole hold.
+        String path = ZooKeeperFixture.uniquePath("nested-close");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        mutex.acquire();
+        assertEquals(2, mutex.holdCount());
+        mutex.lease().close();
+        assertEquals(0, mutex.holdCount());
+        assertThrows(IllegalMonitorStateException.class, mutex::release);
+        zk.assertNoLeaks(path);
+    }
+}

@@ -1,0 +1,110 @@
+package io.coord.semaphore;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Lease;
+import io.coord.testkit.BreakingTicker;
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** Unusable clients, timeouts of any length, failures mid-wait, and deadlines while the server is down. */
+@Timeout(90)
+class SemaphoreFaultsTest {
+    private static final Duration FOREVER = ChronoUnit.FOREVER.getDuration();
+
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Test
+    void aNeverStartedClientIsRefusedWithIllegalStateException() {
+        DistributedSemaphore semaphore = new DistributedSemaphore(zk.unstartedClient(), "/never-started", 2);
+        String expected = "the client must be started before acquiring /never-started";
+        assertEquals(
+                expected,
+                assertThrows(IllegalStateException.class, semaphore::acquire).getMessage());
+        assertEquals(
+                expected,
+                assertThrows(IllegalStateException.class, () -> semaphore.tryAcquire(1, Duration.ofSeconds(1)))
+                        .getMessage());
+        assertEquals(
+                expected,
+                assertThrows(IllegalStateException.class, () -> semaphore.acquireAsync(1))
+                        .getMessage());
+    }
+
+    @Test
+    void aTimeoutTooLongForNanosecondsWaitsForEver() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("forever");
+        DistributedSemaphore holder = new DistributedSemaphore(zk.newClient(), path, 1);
+        DistributedSemaphore waiter = new DistributedSemaphore(zk.newClient(), path, 1);
+        Lease held = holder.tryAcquire(1, FOREVER).orElseThrow();
+        CompletableFuture<Optional<Lease>> pending = CompletableFuture.supplyAsync(() -> {
+            try {
+                return waiter.tryAcquire(1, FOREVER);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        await().until(() -> holder.participants().size() == 2);
+
+        held.close();
+
+        pending.get(20, TimeUnit.SECONDS).orElseThrow().close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aFailureAfterTheAttemptStartedWithdrawsAllItsNodes() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("forced-failure");
+        DistributedSemaphore holder = new DistributedSemaphore(zk.newClient(), path, 2);
+        DistributedSemaphore broken = new DistributedSemaphore(zk.newClient(), path, 2, new BreakingTicker(1));
+        Lease held = holder.acquire();
+        assertEquals(Optional.empty(), broken.tryAcquire(2, Duration.ZERO)); // checks the record, reads no clock
+
+        // One good read sets the deadline; the wait's next read throws, with both nodes already queued.
+        IllegalStateException error =
+                assertThrows(IllegalStateException.class, () -> broken.tryAcquire(2, Duration.ofSeconds(30)));
+        assertEquals("the ticker broke", error.getMessage());
+        await().until(() -> holder.participants().size() == 1);
+
+        held.close();
+        new DistributedSemaphore(zk.newClient(), path, 2)
+                .tryAcquire(2, Duration.ofSeconds(10))
+                .orElseThrow()
+                .close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void timedCallsHonourTheirDeadlineWhileTheServerIsDown() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("server-down");
+        CuratorFramework client = zk.newClient();
+        DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 2); // its record is not checked yet
+        zk.stopServer();
+        await().until(() -> !client.getZookeeperClient().isConnected());
+
+        // Bounded well below what Curator's retries take to give up on the record read (over a minute).
+        assertTimeoutPreemptively(Duration.ofSeconds(15), () -> {
+            assertEquals(Optional.empty(), semaphore.tryAcquire(1, Duration.ofMillis(300)));
+            assertEquals(Optional.empty(), semaphore.tryAcquire(1, Duration.ZERO));
+        });
+
+        zk.restartServer();
+        Lease lease = semaphore.tryAcquire(2, Duration.ofSeconds(20)).orElseThrow();
+        assertTrue(lease.isValid());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+}
