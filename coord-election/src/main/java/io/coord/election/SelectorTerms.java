@@ -40,11 +40,12 @@ final class SelectorTerms {
     // The one thread that runs the task. It starts with the first term and ends after an idle spell or close().
     private final ThreadPoolExecutor runner;
 
+    // Set once by start(); read by lease listeners on other threads.
+    private volatile SuspensionPolicy policy = SuspensionPolicy.PAUSES_LEADERSHIP;
+
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock. Engine calls are made after releasing it, because the engine's locks call back into ours.
     private Phase phase = Phase.LATENT;
-    // Set once by start(); read by lease listeners on other threads.
-    private volatile SuspensionPolicy policy = SuspensionPolicy.PAUSES_LEADERSHIP;
     private boolean autoRequeue;
     private CompletableFuture<Lease> pending;
     private Lease term;
