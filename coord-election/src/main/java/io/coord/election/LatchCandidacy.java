@@ -5,6 +5,7 @@ import static io.coord.election.Listeners.logDeparture;
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -27,7 +28,10 @@ final class LatchCandidacy {
         WAITING,
         /** Holding a HELD term. */
         LEADING,
-        /** Holding a SUSPECT term: not leading until the reconnect confirms the znode is still ours. */
+        /**
+         * Holding a SUSPECT term under a policy that pauses leadership: not leading until the reconnect confirms the
+         * znode is still ours. Under a policy that keeps leadership, a SUSPECT term stays {@link #LEADING}.
+         */
         SUSPENDED,
         /** Left the election on a failure that retrying cannot fix, such as a closed client. */
         FAILED,
@@ -44,6 +48,7 @@ final class LatchCandidacy {
     private final Condition changed = lock.newCondition();
     // Guarded by lock. Engine calls are made after releasing it: the engine's own locks call back into ours.
     private Phase phase = Phase.LATENT;
+    private SuspensionPolicy policy = SuspensionPolicy.PAUSES_LEADERSHIP;
     private CompletableFuture<Lease> pending;
     private Lease term;
     private Throwable failure;
@@ -56,11 +61,13 @@ final class LatchCandidacy {
     }
 
     void start() {
+        SuspensionPolicy clientPolicy = SuspensionPolicy.of(engine.client());
         lock.lock();
         try {
             if (phase != Phase.LATENT) {
                 throw new IllegalStateException("already started: " + name + " is " + phase);
             }
+            policy = clientPolicy;
             moveTo(Phase.WAITING);
         } finally {
             lock.unlock();
@@ -73,7 +80,7 @@ final class LatchCandidacy {
         }
     }
 
-    /** The term while it is HELD and ours; empty otherwise. */
+    /** The term while it leads: HELD, or SUSPECT under a policy that keeps leadership; empty otherwise. */
     Optional<Lease> term() {
         lock.lock();
         try {
@@ -83,20 +90,21 @@ final class LatchCandidacy {
         }
     }
 
-    /** Waits until leading; false when {@code nanos} run out. {@code forever} ignores {@code nanos}. */
-    boolean await(long nanos, boolean forever) throws InterruptedException {
-        long remaining = nanos;
+    /** Waits until leading; false when the deadline passes first. */
+    boolean await(Deadline deadline) throws InterruptedException {
         lock.lockInterruptibly();
         try {
             while (!leading()) {
                 checkCanLead();
-                if (forever) {
+                if (deadline.isForever()) {
                     changed.await();
-                } else if (remaining <= 0) {
-                    return false;
-                } else {
-                    remaining = changed.awaitNanos(remaining);
+                    continue;
                 }
+                long remaining = deadline.remainingNanos();
+                if (remaining <= 0) {
+                    return false;
+                }
+                changed.awaitNanos(remaining);
             }
             return true;
         } finally {
@@ -192,7 +200,8 @@ final class LatchCandidacy {
             }
             switch (state) {
                 case HELD -> moveTo(Phase.LEADING);
-                case SUSPECT -> moveTo(Phase.SUSPENDED);
+                // Under the session policy the term leads on through SUSPECT: nothing fires unless it turns LOST.
+                case SUSPECT -> moveTo(policy == SuspensionPolicy.KEEPS_LEADERSHIP ? Phase.LEADING : Phase.SUSPENDED);
                 case LOST, RELEASED -> {
                     // The znode is gone or going: queue again with a new one, which can only get a later epoch.
                     term = null;
@@ -250,9 +259,12 @@ final class LatchCandidacy {
         changed.signalAll();
     }
 
-    /** Leading needs both: the phase says so, and the lease is HELD right now, even before its event reaches us. */
+    /**
+     * Leading needs both: the phase says so, and the lease leads right now (HELD, or SUSPECT if the policy allows),
+     * even before its latest event reaches us.
+     */
     private boolean leading() {
-        return phase == Phase.LEADING && term.isValid();
+        return phase == Phase.LEADING && policy.leads(term.state());
     }
 
     private void checkCanLead() {

@@ -5,6 +5,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -20,11 +21,23 @@ import org.apache.curator.framework.CuratorFramework;
  * <p>Nodes are {@code <path>/_c_<uuid>-latch-<seq>} with the participant id as data, the layout of Curator's
  * {@code LeaderLatch}, so the two elect one leader between them on one path.
  *
- * <p>Leadership follows the term's {@link Lease}. When it turns SUSPECT (connection down) the latch stops leading at
- * once and {@link LeaderListener#notLeader()} fires. If the session survives and the znode is still ours, the same
- * term is HELD again and {@link LeaderListener#isLeader} fires with it. When the term is LOST (session expired, znode
- * gone) the latch queues again with a new node, and a later term always has a larger epoch. Closing the term's lease
- * yourself gives the term up, and the latch queues again at the back.
+ * <p>Leadership follows the term's {@link Lease}, as the client's {@code ConnectionStateErrorPolicy} reads it:
+ *
+ * <ul>
+ *   <li>Under Curator's default, {@code StandardConnectionStateErrorPolicy}, a SUSPECT term (connection down) does not
+ *       lead: the latch stops leading at once and {@link LeaderListener#notLeader()} fires. If the session survives
+ *       and the znode is still ours, the same term is HELD again and {@link LeaderListener#isLeader} fires with it.
+ *   <li>Under {@code SessionConnectionStateErrorPolicy} (set with
+ *       {@code CuratorFrameworkFactory.builder().connectionStateErrorPolicy(...)}), leadership lasts through SUSPECT:
+ *       {@link #hasLeadership()} stays true, {@link #term()} stays present, and no listener hears anything. The
+ *       term's lease still reports SUSPECT, so check {@link Lease#state()} or fence writes with
+ *       {@link Lease#fencedCheck()} if acting on a possibly dead session matters. When the reconnect confirms the
+ *       znode, nothing fires either.
+ * </ul>
+ *
+ * <p>Under either policy, when the term is LOST (session expired, znode gone) {@code notLeader()} fires, the latch
+ * queues again with a new node, and a later term always has a larger epoch. Closing the term's lease yourself gives
+ * the term up, and the latch queues again at the back.
  *
  * <pre>{@code
  * try (LeaderLatch latch = new LeaderLatch(client, "/election/billing", "node-1")) {
@@ -63,7 +76,10 @@ public final class LeaderLatch implements AutoCloseable {
         candidacy.start();
     }
 
-    /** True while this latch holds a HELD term. False at once when the term turns SUSPECT or LOST. */
+    /**
+     * True while this latch holds a HELD term, or a SUSPECT one under {@code SessionConnectionStateErrorPolicy}. False
+     * at once when the term turns LOST, or SUSPECT under the standard policy.
+     */
     public boolean hasLeadership() {
         return candidacy.term().isPresent();
     }
@@ -75,15 +91,16 @@ public final class LeaderLatch implements AutoCloseable {
      * @throws CoordinationException if the latch left the election on a failure, such as a closed client
      */
     public void await() throws InterruptedException {
-        candidacy.await(0, true);
+        candidacy.await(Deadline.forever());
     }
 
     /**
      * Waits at most {@code timeout} for this latch to lead, and answers whether it does. {@link Duration#ZERO}
-     * looks once. Throws as {@link #await()} does when the latch never can lead.
+     * looks once; a timeout too long to count in nanoseconds, such as {@code ChronoUnit.FOREVER.getDuration()}, waits
+     * for ever. Throws as {@link #await()} does when the latch never can lead.
      */
     public boolean await(Duration timeout) throws InterruptedException {
-        return candidacy.await(Durations.toNanosSaturated(Arguments.timeout(timeout)), false);
+        return candidacy.await(Deadline.after(Arguments.timeout(timeout)));
     }
 
     /** The current term, present only while this latch leads. Its fencing token is the leader epoch. */

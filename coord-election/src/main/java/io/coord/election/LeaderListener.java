@@ -14,6 +14,9 @@ public interface LeaderListener {
      */
     void isLeader(Lease term);
 
-    /** This latch no longer leads: its term turned SUSPECT or LOST, or the latch was closed. Stop acting as leader. */
+    /**
+     * This latch no longer leads: its term turned LOST, or SUSPECT under the standard connection error policy, or the
+     * latch was closed. Stop acting as leader.
+     */
     void notLeader();
 }

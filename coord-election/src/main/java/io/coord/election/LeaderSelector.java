@@ -16,10 +16,25 @@ import org.apache.curator.framework.CuratorFramework;
  * <p>Nodes use the mutex layout, {@code <path>/_c_<uuid>-lock-<seq>} with the participant id as data, so this
  * selector and Curator's {@code LeaderSelector} take turns on one path.
  *
- * <p>The task runs on a thread this selector owns. That thread is interrupted when the term turns SUSPECT or LOST, on
+ * <p>The task runs on a thread this selector owns. That thread is interrupted when the term stops leading, on
  * {@link #interruptLeadership()} and on {@link #close()}. The term's znode is deleted only when the task returns, so
  * the next leader does not start while this task still runs, unless this session is lost (then the term is LOST and
  * the next leader's epoch is larger: fence your writes with it).
+ *
+ * <p>When the term stops leading depends on the client's {@code ConnectionStateErrorPolicy}:
+ *
+ * <ul>
+ *   <li>Under Curator's default, {@code StandardConnectionStateErrorPolicy}, a term stops leading when it turns
+ *       SUSPECT (connection down) or LOST: the task is interrupted and {@link #hasLeadership()} is false at once.
+ *   <li>Under {@code SessionConnectionStateErrorPolicy} (set with
+ *       {@code CuratorFrameworkFactory.builder().connectionStateErrorPolicy(...)}), it stops leading only when LOST
+ *       (session expired, znode gone). Through SUSPECT the task is not interrupted and {@link #hasLeadership()} stays
+ *       true; the term's lease still reports SUSPECT, which a task that must not act on a possibly dead session can
+ *       check, or it can fence its writes with {@link io.coord.core.Lease#fencedCheck()}. When the reconnect confirms
+ *       the znode, nothing happens.
+ * </ul>
+ *
+ * <p>A queued attempt can be withdrawn with {@link #cancelQueued()} and made again with {@link #requeue()}.
  *
  * <pre>{@code
  * LeaderSelector selector = new LeaderSelector(client, "/election/billing", "node-1", term -> {
@@ -63,7 +78,8 @@ public final class LeaderSelector implements AutoCloseable {
     }
 
     /**
-     * Re-enters the election once, at the back of the queue. False if already queued or leading, or closed.
+     * Re-enters the election once, at the back of the queue. False if already queued or leading, or closed. Undoes
+     * {@link #cancelQueued()}.
      *
      * @throws IllegalStateException if the selector was never started
      */
@@ -71,7 +87,25 @@ public final class LeaderSelector implements AutoCloseable {
         return terms.requeue();
     }
 
-    /** True while the task runs on a HELD term. False at once when the term turns SUSPECT or LOST. */
+    /**
+     * Withdraws the queued attempt that has not led yet, the counterpart of {@link #requeue()}: its znode is deleted
+     * (in the background, retried until it is gone), so it never leads, and the selector stays out of the election
+     * until {@link #requeue()} queues it again, at the back. Returns true if an attempt was withdrawn; false if
+     * nothing was queued: not started, leading, out of the election already, or closed. A running term is not
+     * affected: it ends when the task returns, which {@link #interruptLeadership()} asks for.
+     *
+     * <p>With {@link #autoRequeue()}, the selector re-enters after each term it leads. A withdrawn attempt is not a
+     * term, so nothing re-enters it: it stays out until {@link #requeue()}, and auto-requeueing goes on after the next
+     * term. Called while leading, this returns false and the end of the term queues again as usual.
+     */
+    public boolean cancelQueued() {
+        return terms.cancelQueued();
+    }
+
+    /**
+     * True while the task runs on a term that leads: HELD, or SUSPECT under {@code SessionConnectionStateErrorPolicy}.
+     * False at once when the term stops leading.
+     */
     public boolean hasLeadership() {
         return terms.hasLeadership();
     }

@@ -17,8 +17,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A {@link LeaderSelector}'s terms: queueing, handing each grant to the selector's own thread, interrupting the task
- * when the term turns SUSPECT or LOST, and releasing the term when the task returns. Every phase change goes through
- * {@link #moveTo}.
+ * when the term stops leading (LOST, or SUSPECT unless the client's policy keeps leadership through it), and
+ * releasing the term when the task returns. Every phase change goes through {@link #moveTo}.
  */
 final class SelectorTerms {
     private static final Logger log = LoggerFactory.getLogger(SelectorTerms.class);
@@ -39,6 +39,9 @@ final class SelectorTerms {
     private final LeadershipTask task;
     // The one thread that runs the task. It starts with the first term and ends after an idle spell or close().
     private final ThreadPoolExecutor runner;
+
+    // Set once by start(); read by lease listeners on other threads.
+    private volatile SuspensionPolicy policy = SuspensionPolicy.PAUSES_LEADERSHIP;
 
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock. Engine calls are made after releasing it, because the engine's locks call back into ours.
@@ -62,11 +65,13 @@ final class SelectorTerms {
     }
 
     void start() {
+        SuspensionPolicy clientPolicy = SuspensionPolicy.of(engine.client());
         lock.lock();
         try {
             if (phase != Phase.LATENT) {
                 throw new IllegalStateException("already started: " + name + " is " + phase);
             }
+            policy = clientPolicy;
             moveTo(Phase.QUEUED);
         } finally {
             lock.unlock();
@@ -100,11 +105,35 @@ final class SelectorTerms {
         return true;
     }
 
-    /** The task runs, and its term is HELD right now, even before a SUSPECT or LOST interrupt lands. */
+    /**
+     * Withdraws a queued attempt that was not granted yet, so that the selector is IDLE and {@link #requeue()} can
+     * queue it again. False in any other phase.
+     */
+    boolean cancelQueued() {
+        CompletableFuture<Lease> waiting;
+        lock.lock();
+        try {
+            if (phase != Phase.QUEUED) {
+                return false;
+            }
+            waiting = pending;
+            pending = null; // a grant already on its way now finds itself unwanted and releases its lease
+            moveTo(Phase.IDLE);
+        } finally {
+            lock.unlock();
+        }
+        // Null while join() is still between its create and taking the lock: it sees IDLE and cancels its own.
+        if (waiting != null) {
+            waiting.cancel(false); // the engine withdraws it and deletes its node
+        }
+        return true;
+    }
+
+    /** The task runs, and its term leads right now, even before the interrupt of a term that stopped leading lands. */
     boolean hasLeadership() {
         lock.lock();
         try {
-            return leaderThread != null && term.isValid();
+            return leaderThread != null && policy.leads(term.state());
         } finally {
             lock.unlock();
         }
@@ -212,7 +241,8 @@ final class SelectorTerms {
     }
 
     private void termChanged(Lease lease, LeaseState state) {
-        if (state == LeaseState.SUSPECT || state == LeaseState.LOST) {
+        // RELEASED is our own doing, after the task returned; HELD after SUSPECT is the same term going on.
+        if (state != LeaseState.RELEASED && !policy.leads(state)) {
             lock.lock();
             try {
                 if (lease == term && leaderThread != null) {
@@ -237,8 +267,9 @@ final class SelectorTerms {
             lock.unlock();
         }
         try {
-            // Checked after leaderThread is set: a later SUSPECT or LOST interrupts us, an earlier one is seen here.
-            if (run && lease.isValid()) {
+            // Checked after leaderThread is set: a later change that ends leadership interrupts us, an earlier one is
+            // seen here.
+            if (run && policy.leads(lease.state())) {
                 task.takeLeadership(lease);
             }
         } catch (InterruptedException e) {

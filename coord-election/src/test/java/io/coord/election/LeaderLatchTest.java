@@ -11,9 +11,12 @@ import io.coord.core.Participant;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.CreateMode;
 import org.junit.jupiter.api.Test;
@@ -125,6 +128,26 @@ class LeaderLatchTest {
         assertTrue(waiter.term().isEmpty());
         assertEquals(List.of("leader", "waiter"), ids(waiter.participants()));
         leader.close();
+        waiter.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void awaitWithAForeverTimeoutWaitsUntilTheLatchLeads() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("forever");
+        LeaderLatch leader = new LeaderLatch(zk.newClient(), path, "leader");
+        LeaderLatch waiter = new LeaderLatch(zk.newClient(), path, "waiter");
+        leader.start();
+        assertTrue(leader.await(Duration.ofSeconds(10)));
+        waiter.start();
+        await().until(() -> waiter.participants().size() == 2);
+        // A thread of its own: the latch's events run on the common pool, which a blocked waiter there could starve.
+        FutureTask<Boolean> forever = new FutureTask<>(() -> waiter.await(ChronoUnit.FOREVER.getDuration()));
+        new Thread(forever, "await-forever").start();
+
+        leader.close();
+        assertTrue(forever.get(20, TimeUnit.SECONDS));
+        assertTrue(waiter.hasLeadership());
         waiter.close();
         zk.assertNoLeaks(path);
     }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
+import io.coord.core.Participant;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -184,6 +185,70 @@ class LeaderSelectorTest {
         assertTrue(epochs.get(1) > epochs.get(0), epochs.toString());
         selector.close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void cancelQueuedWithdrawsTheAttemptUntilRequeueQueuesItAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("cancel");
+        Semaphore endHolderTerm = new Semaphore(0);
+        List<Long> holderTerms = new CopyOnWriteArrayList<>();
+        LeaderSelector holder = new LeaderSelector(zk.newClient(), path, "holder", term -> {
+            holderTerms.add(term.fencingToken());
+            endHolderTerm.acquire();
+        });
+        List<Long> waiterTerms = new CopyOnWriteArrayList<>();
+        LeaderSelector waiter = new LeaderSelector(zk.newClient(), path, "waiter", term -> {
+            waiterTerms.add(term.fencingToken());
+            leadUntilInterrupted(term);
+        });
+        holder.autoRequeue();
+        holder.start();
+        await().until(() -> holderTerms.size() == 1);
+        waiter.start();
+        await().until(() -> holder.participants().size() == 2);
+
+        assertTrue(waiter.cancelQueued());
+        assertFalse(waiter.cancelQueued(), "nothing is queued any more");
+        await().until(() -> ids(waiter).equals(List.of("holder")));
+
+        // The holder's term ends; it queues again and, with the waiter gone, leads again.
+        endHolderTerm.release();
+        await().until(() -> holderTerms.size() == 2);
+        assertTrue(waiterTerms.isEmpty(), waiterTerms.toString());
+        assertFalse(waiter.hasLeadership());
+
+        assertTrue(waiter.requeue());
+        await().until(() -> ids(waiter).equals(List.of("holder", "waiter")));
+        endHolderTerm.release();
+        await().until(() -> waiter.hasLeadership() && waiterTerms.size() == 1);
+        assertTrue(waiterTerms.get(0) > holderTerms.get(1), waiterTerms + " after " + holderTerms);
+        await().until(() -> ids(waiter).equals(List.of("waiter", "holder")));
+
+        holder.close();
+        waiter.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void cancelQueuedAnswersFalseWhenNothingIsQueued() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("cancel-nothing");
+        LeaderSelector selector =
+                new LeaderSelector(zk.newClient(), path, "x", LeaderSelectorTest::leadUntilInterrupted);
+        assertFalse(selector.cancelQueued(), "not started");
+        selector.start();
+        await().until(selector::hasLeadership);
+
+        assertFalse(selector.cancelQueued(), "leading");
+        assertTrue(selector.hasLeadership());
+        assertEquals(List.of("x"), ids(selector));
+        selector.close();
+        assertFalse(selector.cancelQueued(), "closed");
+        await().until(() -> !selector.hasLeadership());
+        zk.assertNoLeaks(path);
+    }
+
+    private static List<String> ids(LeaderSelector selector) {
+        return selector.participants().stream().map(Participant::id).toList();
     }
 
     static void leadUntilInterrupted(Lease term) throws InterruptedException {

@@ -1,0 +1,183 @@
+package io.coord.election;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.state.SessionConnectionStateErrorPolicy;
+import org.apache.curator.retry.RetryNTimes;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Leadership under Curator's {@code SessionConnectionStateErrorPolicy}: it lasts through a suspended connection and
+ * ends only when the session is lost. The standard policy's behaviour is covered by {@link LeaderLatchFaultTest} and
+ * {@link LeaderSelectorTest}.
+ */
+@Timeout(60)
+class SessionErrorPolicyTest {
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Test
+    void latchKeepsLeadershipThroughSuspensionUnderSessionPolicy() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("latch-suspended");
+        CuratorFramework client = sessionPolicyClient();
+        try {
+            LeaderLatch latch = new LeaderLatch(client, path, "only");
+            List<String> heard = new CopyOnWriteArrayList<>();
+            latch.addListener(LeaderLatchTest.recorder("latch", heard), Runnable::run);
+            latch.start();
+            assertTrue(latch.await(Duration.ofSeconds(10)));
+            Lease term = latch.term().orElseThrow();
+
+            // Shorter than the session: the server keeps the session and its znode.
+            zk.stopServer();
+            await().until(() -> term.state() == LeaseState.SUSPECT);
+            assertTrue(latch.hasLeadership());
+            assertSame(term, latch.term().orElseThrow());
+            assertTrue(latch.await(Duration.ZERO));
+            zk.restartServer();
+
+            await().atMost(Duration.ofSeconds(20)).until(() -> term.state() == LeaseState.HELD);
+            assertTrue(latch.hasLeadership());
+            assertSame(term, latch.term().orElseThrow());
+            latch.close();
+            // Listeners hear changes in order, so the close's notLeader comes after anything the suspension caused.
+            await().until(() -> heard.contains("latch notLeader"));
+            assertEquals(List.of("latch isLeader", "latch notLeader"), heard);
+            zk.assertNoLeaks(path);
+        } finally {
+            client.close();
+        }
+    }
+
+    @Test
+    void latchStepsDownWhenTheSessionIsLostUnderSessionPolicy() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("latch-lost");
+        CuratorFramework client = sessionPolicyClient();
+        try {
+            LeaderLatch latch = new LeaderLatch(client, path, "only");
+            List<String> heard = new CopyOnWriteArrayList<>();
+            latch.addListener(LeaderLatchTest.recorder("latch", heard), Runnable::run);
+            latch.start();
+            assertTrue(latch.await(Duration.ofSeconds(10)));
+            Lease lost = latch.term().orElseThrow();
+
+            zk.expireSession(client);
+            await().atMost(Duration.ofSeconds(20)).until(() -> lost.state() == LeaseState.LOST);
+            await().until(() -> heard.contains("latch notLeader"));
+
+            // It queues again on the new session and, alone on the path, leads with a later term.
+            assertTrue(latch.await(Duration.ofSeconds(20)));
+            Lease next = latch.term().orElseThrow();
+            assertNotEquals(lost.path(), next.path());
+            assertTrue(next.fencingToken() > lost.fencingToken(), next + " after " + lost);
+            await().until(() -> heard.size() == 3);
+            assertEquals(List.of("latch isLeader", "latch notLeader", "latch isLeader"), heard);
+            latch.close();
+            zk.assertNoLeaks(path);
+        } finally {
+            client.close();
+        }
+    }
+
+    @Test
+    void selectorKeepsLeadershipThroughSuspensionUnderSessionPolicy() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("selector-suspended");
+        CuratorFramework client = sessionPolicyClient();
+        try {
+            List<Lease> terms = new CopyOnWriteArrayList<>();
+            CountDownLatch interrupted = new CountDownLatch(1);
+            LeaderSelector selector = new LeaderSelector(client, path, "only", term -> {
+                terms.add(term);
+                try {
+                    LeaderSelectorTest.leadUntilInterrupted(term);
+                } finally {
+                    interrupted.countDown();
+                }
+            });
+            selector.autoRequeue();
+            selector.start();
+            await().until(() -> selector.hasLeadership() && terms.size() == 1);
+            Lease term = terms.get(0);
+
+            zk.stopServer();
+            await().until(() -> term.state() == LeaseState.SUSPECT);
+            assertTrue(selector.hasLeadership());
+            zk.restartServer();
+
+            await().atMost(Duration.ofSeconds(20)).until(() -> term.state() == LeaseState.HELD);
+            assertTrue(selector.hasLeadership());
+            assertEquals(1, interrupted.getCount(), "the task was interrupted");
+            assertEquals(List.of(term), terms);
+            selector.close();
+            assertTrue(interrupted.await(10, TimeUnit.SECONDS));
+            await().until(() -> !selector.hasLeadership());
+            zk.assertNoLeaks(path);
+        } finally {
+            client.close();
+        }
+    }
+
+    @Test
+    void selectorInterruptsTheTaskWhenTheSessionIsLostUnderSessionPolicy() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("selector-lost");
+        CuratorFramework client = sessionPolicyClient();
+        try {
+            CompletableFuture<Lease> granted = new CompletableFuture<>();
+            CountDownLatch interrupted = new CountDownLatch(1);
+            LeaderSelector selector = new LeaderSelector(client, path, "only", term -> {
+                granted.complete(term);
+                try {
+                    LeaderSelectorTest.leadUntilInterrupted(term);
+                } finally {
+                    interrupted.countDown();
+                }
+            });
+            selector.start();
+            Lease term = granted.get(10, TimeUnit.SECONDS);
+
+            zk.expireSession(client);
+            assertTrue(interrupted.await(20, TimeUnit.SECONDS));
+            assertEquals(LeaseState.LOST, term.state());
+            await().until(() -> !selector.hasLeadership());
+            selector.close();
+            zk.assertNoLeaks(path);
+        } finally {
+            client.close();
+        }
+    }
+
+    /** A client like the fixture's, whose holds end only when its session is lost. */
+    private static CuratorFramework sessionPolicyClient() throws InterruptedException {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(zk.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.SESSION_TIMEOUT.toMillis())
+                .connectionTimeoutMs(2_000)
+                .retryPolicy(new RetryNTimes(20, 100))
+                .ensembleTracker(false) // it keeps a config watch that would read as a leak
+                .connectionStateErrorPolicy(new SessionConnectionStateErrorPolicy())
+                .build();
+        client.start();
+        if (!client.blockUntilConnected(10, TimeUnit.SECONDS)) {
+            client.close();
+            throw new IllegalStateException("could not connect to " + zk.connectString());
+        }
+        return client;
+    }
+}
