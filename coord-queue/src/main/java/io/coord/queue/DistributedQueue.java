@@ -2,6 +2,8 @@ package io.coord.queue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.Deadline;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -51,7 +53,7 @@ public final class DistributedQueue<T> {
         this.path = builder.path;
         this.serializer = builder.serializer;
         this.capacity = builder.capacity;
-        this.queue = ClientQueues.of(builder.client).queue(builder.path);
+        this.queue = SharedQueue.of(ClientContext.of(builder.client), builder.path);
         this.producer = new Producer(queue, capacity);
         this.consumer = new Consumer<>(queue, serializer);
     }
@@ -120,7 +122,7 @@ public final class DistributedQueue<T> {
     /** Adds the item, waiting as long as it takes for room. */
     public void put(T item) throws InterruptedException {
         byte[] token = ItemCodec.newToken();
-        producer.write(List.of(encode(item, token)), token, Deadline.never());
+        producer.write(List.of(encode(item, token)), token, Deadline.forever());
     }
 
     /**
@@ -155,7 +157,7 @@ public final class DistributedQueue<T> {
                     + ItemCodec.maxBuffer() + "); split it");
         }
         if (!stored.isEmpty()) {
-            producer.write(stored, token, Deadline.never());
+            producer.write(stored, token, Deadline.forever());
         }
     }
 
@@ -178,7 +180,7 @@ public final class DistributedQueue<T> {
 
     /** Removes and returns the first item nobody holds, waiting as long as it takes. */
     public T take() throws InterruptedException {
-        return item(consumer.consume(false, Deadline.never()));
+        return item(consumer.consume(false, Deadline.forever()));
     }
 
     /** The first item nobody holds, left in place; null when there is none. */
