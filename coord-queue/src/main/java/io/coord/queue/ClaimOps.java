@@ -206,7 +206,10 @@ final class ClaimOps {
         }
         CuratorFramework client = queue.context.client();
         List<CuratorOp> ops = List.of(Ops.check(client, marker), Ops.delete(client, claimPath));
-        Zk.call(queue.context, cb -> client.transaction().inBackground(cb).forOperations(ops))
+        Zk.call(
+                        queue.context,
+                        claimPath,
+                        cb -> client.transaction().inBackground(cb).forOperations(ops))
                 .whenComplete((event, error) -> {
                     Code code = error == null ? Zk.code(event) : null;
                     if (code == Code.OK || code == Code.NONODE) {

@@ -99,6 +99,7 @@ final class Consumer<T> {
             CuratorEvent item = Zk.awaitFully(
                     Zk.call(
                             queue.context,
+                            itemPath,
                             cb -> queue.context
                                     .client()
                                     .getData()

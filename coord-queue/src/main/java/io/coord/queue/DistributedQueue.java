@@ -35,8 +35,20 @@ import org.apache.zookeeper.data.Stat;
  * producer reads the count, then writes; producers that race may each pass the check, so the bound can be
  * overshot by at most the number of writes racing at that moment.
  *
+ * <p><b>Timeouts.</b> A timed call ({@code offer}, {@code poll} or {@code claim} with a {@link Duration}) computes
+ * its deadline once, and every wait before its first write ends there: reads (the producer's count, the consumer's
+ * children list), creating the queue's parents, watches, and waiting for a lost connection. No write is sent while
+ * the client is disconnected. Once the first write is on the wire (the producer's transaction that creates the item,
+ * or the consumer's claim of one item) the call sees it through, past the deadline if need be, so that no item is
+ * ever written or taken without the caller knowing: Curator retries it under the client's retry policy, then it is
+ * sent again after each reconnection as long as the session that sent it lives; if that session ends, a producer
+ * reads the queue to learn whether its item landed, and a consumer's claim died with the session. The overrun is so
+ * bounded by the retry policy and the session timeout. Any non-negative timeout is accepted; one too long to count
+ * in nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
+ *
  * <p>Instances are thread-safe, and all instances on one client and path share one cache of item names and one
- * watch. Building an instance does no I/O; ZooKeeper failures that Curator's retries cannot hide surface as
+ * watch. A namespace facade ({@code client.usingNamespace(ns)}) works like any client, with the znodes under the
+ * namespace. Building an instance does no I/O; ZooKeeper failures that Curator's retries cannot hide surface as
  * {@link CoordinationException}.
  */
 public final class DistributedQueue<T> {
@@ -112,7 +124,12 @@ public final class DistributedQueue<T> {
         }
     }
 
-    /** Adds the item, waiting up to {@code timeout} for room; false if the queue stayed full. */
+    /**
+     * Adds the item, waiting up to {@code timeout} for room; false if the deadline passed first, whether the queue
+     * stayed full or the connection stayed down, and then nothing was written. If the deadline passes while the write
+     * is in flight, the call waits for its outcome and returns true if the item landed (see Timeouts in the class
+     * description).
+     */
     public boolean offer(T item, Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
         byte[] token = ItemCodec.newToken();
@@ -172,7 +189,11 @@ public final class DistributedQueue<T> {
         }
     }
 
-    /** Removes and returns the first item nobody holds, waiting up to {@code timeout}; null on timeout. */
+    /**
+     * Removes and returns the first item nobody holds, waiting up to {@code timeout}; null if the deadline passed
+     * first, and then nothing was taken. If the deadline passes while a take is in flight, the call waits for its
+     * outcome and returns the item if it was taken (see Timeouts in the class description).
+     */
     public T poll(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
         return item(consumer.consume(false, Deadline.after(timeout)));
@@ -197,7 +218,9 @@ public final class DistributedQueue<T> {
     /**
      * Claims the first item nobody holds, waiting up to {@code timeout}: at-least-once delivery. The item stays in
      * the queue, invisible to other consumers, until the claim is acknowledged or closed, or this client's session
-     * dies. Empty on timeout.
+     * dies. Empty if the deadline passed first, and then nothing was claimed. If the deadline passes while a claim is
+     * in flight, the call waits for its outcome and returns the claim if it was made (see Timeouts in the class
+     * description).
      */
     public Optional<Claim<T>> claim(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);

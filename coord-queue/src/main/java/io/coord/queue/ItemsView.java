@@ -56,7 +56,7 @@ final class ItemsView {
         return signal.snapshot();
     }
 
-    /** The delete of our claim made on {@code session} is confirmed: the name is back in play, for local waiters too. */
+    /** The delete of our claim made on {@code session} is confirmed: the name is back in play, local waiters too. */
     void released(String name, long session) {
         if (names.released(name, session, context.sessionId())) {
             signal.fire();
@@ -164,7 +164,7 @@ final class ItemsView {
         }
         CuratorFramework client = context.client();
         String items = layout.items();
-        Zk.call(context, cb -> {
+        Zk.call(context, items, cb -> {
                     if (read.watched) {
                         client.getChildren()
                                 .usingWatcher(itemsWatcher)
@@ -220,6 +220,7 @@ final class ItemsView {
         // removeAll: removing one watcher only drops it locally and leaves the server's watch in place.
         Zk.call(
                         context,
+                        layout.items(),
                         cb -> client.watchers()
                                 .removeAll()
                                 .ofType(Watcher.WatcherType.Children)

@@ -167,6 +167,7 @@ final class Producer {
         CuratorEvent listing = Zk.awaitFully(
                 Zk.call(
                         queue.context,
+                        items,
                         cb -> client.getChildren().inBackground(cb).forPath(items)),
                 items);
         if (Zk.code(listing) == Code.NONODE) {
@@ -182,7 +183,9 @@ final class Producer {
                 .filter(n -> n.sequence() >= lowestSequence)
                 .map(SequenceNode::name)
                 .map(name -> Zk.call(
-                        queue.context, cb -> client.getData().inBackground(cb).forPath(queue.layout.item(name))))
+                        queue.context,
+                        queue.layout.item(name),
+                        cb -> client.getData().inBackground(cb).forPath(queue.layout.item(name))))
                 .toList();
         boolean found = false;
         for (CompletableFuture<CuratorEvent> read : reads) {

@@ -108,6 +108,7 @@ final class ProducerSlots {
         while (true) {
             CompletableFuture<CuratorEvent> answer = Zk.call(
                     queue.context,
+                    path,
                     cb -> queue.context
                             .client()
                             .create()

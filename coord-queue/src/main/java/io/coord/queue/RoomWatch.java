@@ -65,6 +65,7 @@ final class RoomWatch implements Watcher {
         }
         Zk.call(
                         context,
+                        items,
                         cb -> context.client()
                                 .watchers()
                                 .add()
@@ -108,6 +109,7 @@ final class RoomWatch implements Watcher {
         if (remove) {
             Zk.call(
                     context,
+                    items,
                     cb -> context.client()
                             .watchers()
                             .removeAll()

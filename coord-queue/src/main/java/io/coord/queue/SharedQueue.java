@@ -73,6 +73,7 @@ final class SharedQueue {
         CuratorFramework client = context.client();
         return Zk.call(
                         context,
+                        parent,
                         cb -> client.create()
                                 .creatingParentContainersIfNeeded()
                                 .inBackground(cb)
@@ -88,6 +89,7 @@ final class SharedQueue {
     private CompletableFuture<Stat> readCount() {
         return Zk.call(
                         context,
+                        layout.items(),
                         cb -> context.client().checkExists().inBackground(cb).forPath(layout.items()))
                 .thenApply(event -> switch (Zk.code(event)) {
                     case OK -> event.getStat();
@@ -107,6 +109,7 @@ final class SharedQueue {
         return Zk.awaitFully(
                 Zk.call(
                         context,
+                        claimPath,
                         cb -> context.client()
                                 .getData()
                                 .usingWatcher(view.claimsWatcher())

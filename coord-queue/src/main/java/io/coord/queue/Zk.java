@@ -28,16 +28,27 @@ final class Zk {
         void send(BackgroundCallback callback) throws Exception;
     }
 
-    /** Sends a request; closing the client fails its answer (see {@link ClientContext#track}). */
-    static CompletableFuture<CuratorEvent> call(ClientContext context, Call call) {
-        CompletableFuture<CuratorEvent> answer = context.track(new CompletableFuture<>());
-        if (answer.isDone()) {
+    /**
+     * Sends a request on {@code path}. Closing the client fails the answer at once (see {@link ClientContext#track}),
+     * with the client's closed error naming the path, rather than leave its caller waiting.
+     */
+    static CompletableFuture<CuratorEvent> call(ClientContext context, String path, Call call) {
+        CompletableFuture<CuratorEvent> answer = new CompletableFuture<>();
+        CompletableFuture<CuratorEvent> tracked = context.track(new CompletableFuture<>());
+        tracked.whenComplete((event, error) -> {
+            if (error == null) {
+                answer.complete(event);
+            } else {
+                answer.completeExceptionally(context.isClosed() ? ClientContext.closedError(path) : error);
+            }
+        });
+        if (tracked.isDone()) {
             return answer; // the client is closed
         }
         try {
-            call.send((client, event) -> answer.complete(event));
+            call.send((client, event) -> tracked.complete(event));
         } catch (Exception e) {
-            answer.completeExceptionally(e);
+            tracked.completeExceptionally(e); // Curator refuses requests on a client not started or closed
         }
         return answer;
     }
@@ -114,7 +125,7 @@ final class Zk {
      */
     static CuratorEvent finish(ClientContext context, long session, String path, Call call) {
         while (true) {
-            CuratorEvent event = awaitFully(call(context, call), path);
+            CuratorEvent event = awaitFully(call(context, path, call), path);
             if (!ResultCodes.isInDoubt(code(event)) || context.sessionId() != session) {
                 return event;
             }
