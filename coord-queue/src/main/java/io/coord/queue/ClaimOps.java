@@ -23,9 +23,10 @@ import org.slf4j.LoggerFactory;
  * </ol>
  *
  * Curator retries each request after a lost connection, and every replay is recognisable: a replayed claim finds
- * claims/X already there with our session as its ephemeral owner, and a replayed removal passes the marker check
- * and then finds the nodes gone, which only we can have done while our session, and so our claim, lives. If the
- * session ended, the marker check fails the replay as a whole (see {@link SessionMarker}).
+ * claims/X already there with our session as its ephemeral owner and no local claim holding it (a claim that one of
+ * our consumers holds is never taken for a replay), and a replayed removal passes the marker check and then finds
+ * the nodes gone, which only we can have done while our session, and so our claim, lives. If the session ended, the
+ * marker check fails the replay as a whole (see {@link SessionMarker}).
  */
 final class ClaimOps {
     private static final Logger log = LoggerFactory.getLogger(ClaimOps.class);

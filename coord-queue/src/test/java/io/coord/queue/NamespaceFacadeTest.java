@@ -3,13 +3,17 @@ package io.coord.queue;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.CoordinationException;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
@@ -78,6 +82,29 @@ class NamespaceFacadeTest {
         assertTrue(queue.offer("g"));
         assertEquals("g", taken.get(10, TimeUnit.SECONDS), "a blocked take is woken through the facade's watch");
         QueueLeaks.assertDrainedAndNoLeaks(zk, underNamespace);
+    }
+
+    @Test
+    void closingTheClientWakesABlockedTakeOnANamespaceFacade() throws Exception {
+        String namespace = newNamespace();
+        String path = ZooKeeperFixture.uniquePath("facade-closed");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = DistributedQueue.builder(
+                        client.usingNamespace(namespace), path, QueueSerializer.utf8())
+                .build();
+        CompletableFuture<String> taken = CompletableFuture.supplyAsync(() -> {
+            try {
+                return queue.take();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        await().until(() -> zk.watchCount() > 0);
+
+        client.close();
+
+        ExecutionException e = assertThrows(ExecutionException.class, () -> taken.get(10, TimeUnit.SECONDS));
+        assertInstanceOf(CoordinationException.class, e.getCause());
     }
 
     @Test
