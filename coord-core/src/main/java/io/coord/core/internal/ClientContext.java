@@ -43,7 +43,7 @@ public final class ClientContext {
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
     private final Set<CompletableFuture<?>> requests = ConcurrentHashMap.newKeySet();
     private final CopyOnWriteArrayList<SessionListener> sessionListeners = new CopyOnWriteArrayList<>();
-    private final Map<String, Object> shared = new ConcurrentHashMap<>();
+    private final Map<String, Object> moduleState = new ConcurrentHashMap<>();
 
     private final ReentrantLock stateLock = new ReentrantLock();
     // Written under stateLock; closed is also read without it.
@@ -145,7 +145,7 @@ public final class ClientContext {
      */
     @SuppressWarnings("unchecked") // one key, one owning module, one type: see above
     public <T> T shared(String key, Function<String, ? extends T> factory) {
-        return (T) shared.computeIfAbsent(key, factory);
+        return (T) moduleState.computeIfAbsent(key, factory);
     }
 
     void track(Attempt attempt) {
