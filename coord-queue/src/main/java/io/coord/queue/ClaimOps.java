@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import io.coord.core.internal.ResultCodes;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.apache.curator.framework.CuratorFramework;
@@ -22,9 +23,10 @@ import org.slf4j.LoggerFactory;
  * </ol>
  *
  * Curator retries each request after a lost connection, and every replay is recognisable: a replayed claim finds
- * claims/X already there with our session as its ephemeral owner, and a replayed removal passes the marker check
- * and then finds the nodes gone, which only we can have done while our session, and so our claim, lives. If the
- * session ended, the marker check fails the replay as a whole (see {@link SessionMarker}).
+ * claims/X already there with our session as its ephemeral owner and no local claim holding it (a claim that one of
+ * our consumers holds is never taken for a replay), and a replayed removal passes the marker check and then finds
+ * the nodes gone, which only we can have done while our session, and so our claim, lives. If the session ended, the
+ * marker check fails the replay as a whole (see {@link SessionMarker}).
  */
 final class ClaimOps {
     private static final Logger log = LoggerFactory.getLogger(ClaimOps.class);
@@ -73,7 +75,7 @@ final class ClaimOps {
                 // that a replay created.
                 return new Claimed(Outcome.CLAIMED_ELSEWHERE, 0);
             }
-            if (Zk.isInDoubt(code) || (failed == 0 && code == Code.NODEEXISTS)) {
+            if (ResultCodes.isInDoubt(code) || (failed == 0 && code == Code.NODEEXISTS)) {
                 // Held by someone, or by us if a retry on a newer session landed: the node's owner says which.
                 Claimed holder = whoHolds(name);
                 if (holder.outcome() != Outcome.GONE) {
@@ -115,6 +117,11 @@ final class ClaimOps {
         long session = queue.context.sessionId();
         if (code == Code.OK && event.getStat().getEphemeralOwner() == session) {
             names.unwatchClaim(name, false);
+            if (names.holds(name, session)) {
+                // A claim of ours that a local consumer holds, not a replay: the node stays its holder's, and its
+                // ack or close brings the name back.
+                return new Claimed(Outcome.CLAIMED_ELSEWHERE, 0);
+            }
             return new Claimed(Outcome.OURS, session); // our own replayed create
         }
         if (code == Code.OK) {
@@ -124,7 +131,7 @@ final class ClaimOps {
         if (code == Code.NONODE) {
             return new Claimed(Outcome.GONE, 0);
         }
-        if (Zk.isInDoubt(code)) {
+        if (ResultCodes.isInDoubt(code)) {
             return new Claimed(Outcome.SESSION_ENDED, 0);
         }
         throw Zk.failure("reading", queue.layout.claim(name), code);
@@ -142,7 +149,7 @@ final class ClaimOps {
         if (code == Code.OK) {
             return event.getData();
         }
-        if (code == Code.NONODE || Zk.isInDoubt(code)) {
+        if (code == Code.NONODE || ResultCodes.isInDoubt(code)) {
             return null;
         }
         throw Zk.failure("reading", itemPath, code);
@@ -171,7 +178,7 @@ final class ClaimOps {
         if (code == Code.OK || (failed > 0 && code == Code.NONODE)) {
             return true; // NoNode past a passing marker check: a replay of our own delete, under our live claim
         }
-        if (failed == 0 || Zk.isInDoubt(code)) {
+        if (failed == 0 || ResultCodes.isInDoubt(code)) {
             return false; // the session ended
         }
         throw Zk.failure("removing", itemPath, code);
@@ -183,7 +190,7 @@ final class ClaimOps {
      * (and so the claim) lives. The returned future completes on the first answer.
      */
     CompletableFuture<Void> release(String name, long session) {
-        queue.view.names().releasing(name);
+        queue.view.names().releasing(name, session);
         CompletableFuture<Void> firstAnswer = new CompletableFuture<>();
         sendRelease(name, session, firstAnswer);
         return firstAnswer;
@@ -194,20 +201,23 @@ final class ClaimOps {
         String marker = queue.marker.existing(session);
         if (marker == null) {
             // The claim died with its session. A newer claim on the item may be someone else's: leave it alone.
-            queue.view.released(name);
+            queue.view.released(name, session);
             firstAnswer.complete(null);
             return;
         }
         CuratorFramework client = queue.context.client();
         List<CuratorOp> ops = List.of(Ops.check(client, marker), Ops.delete(client, claimPath));
-        Zk.call(queue.context, cb -> client.transaction().inBackground(cb).forOperations(ops))
+        Zk.call(
+                        queue.context,
+                        claimPath,
+                        cb -> client.transaction().inBackground(cb).forOperations(ops))
                 .whenComplete((event, error) -> {
                     Code code = error == null ? Zk.code(event) : null;
                     if (code == Code.OK || code == Code.NONODE) {
-                        queue.view.released(name); // deleted, already gone, or gone with its session
-                    } else if (code != null && Zk.isInDoubt(code) && queue.context.sessionId() == session) {
-                        // Runs on whatever thread reports the reconnection; sending never blocks.
-                        queue.context.whenReconnected(() -> sendRelease(name, session, firstAnswer));
+                        queue.view.released(name, session); // deleted, already gone, or gone with its session
+                    } else if (code != null && ResultCodes.isInDoubt(code) && queue.context.sessionId() == session) {
+                        // Sent again from coord's retry thread once connected; sending never blocks.
+                        queue.context.whenConnected(() -> sendRelease(name, session, firstAnswer));
                     } else {
                         log.debug(
                                 "release of {} left to its session's end: {}", claimPath, error != null ? error : code);

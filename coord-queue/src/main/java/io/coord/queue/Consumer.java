@@ -1,8 +1,9 @@
 package io.coord.queue;
 
+import io.coord.core.internal.Deadline;
+import io.coord.core.internal.ResultCodes;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.KeeperException.Code;
@@ -10,8 +11,9 @@ import org.apache.zookeeper.KeeperException.Code;
 /**
  * The consuming side of one {@link DistributedQueue}: poll, take, claim and peek over the shared {@link ItemsView}.
  *
- * <p>Waiting (for an item, or for the connection) honours interrupts and the deadline. An attempt on one item, once
- * its first write is sent, is seen through whatever interrupts arrive, and its result is returned with the
+ * <p>Waiting (for an item, for a children read, or for the connection) honours interrupts and the deadline, and a
+ * timed call sends no claim while disconnected. An attempt on one item, once its first write (the claim) is sent,
+ * is seen through whatever interrupts arrive and however long it takes, and its result is returned with the
  * interrupt flag still set: an item already removed is never dropped on the floor.
  */
 final class Consumer<T> {
@@ -37,6 +39,10 @@ final class Consumer<T> {
         try {
             while (true) {
                 CompletableFuture<Void> seen = view.signal();
+                // Before a name is taken: a claim sent while disconnected would be waited for past the deadline.
+                if (deadline.allowsWaiting() && !queue.context.awaitConnected(deadline)) {
+                    return null;
+                }
                 String name = view.names().next();
                 if (name != null) {
                     Taken<T> taken = attempt(name, claim);
@@ -93,6 +99,7 @@ final class Consumer<T> {
             CuratorEvent item = Zk.awaitFully(
                     Zk.call(
                             queue.context,
+                            itemPath,
                             cb -> queue.context
                                     .client()
                                     .getData()
@@ -166,19 +173,23 @@ final class Consumer<T> {
         CompletableFuture<Boolean> answer = queue.view.read(true);
         boolean exists;
         try {
-            exists = deadline.isEndless() ? answer.get() : answer.get(deadline.remainingNanos(), TimeUnit.NANOSECONDS);
+            exists = deadline.await(answer);
         } catch (TimeoutException e) {
             return false;
         } catch (ExecutionException e) {
-            if (!Zk.isInDoubt(e.getCause()) || queue.context.isClosed()) {
+            if (!ResultCodes.isInDoubt(e.getCause()) || queue.context.isClosed()) {
                 throw Zk.failure("listing", queue.layout.items(), e.getCause());
             }
             // Curator's retries ran out on a lost connection: a blocked consumer waits for it to come back.
-            return queue.context.awaitConnected(deadline, queue.layout.items());
+            return queue.context.awaitConnected(deadline);
         }
         if (!exists) {
             // No items parent, so no watch could be left: create it, and the next read leaves one.
-            Zk.await(queue.ensureLayout(), queue.layout.items());
+            try {
+                Zk.await(queue.ensureLayout(), deadline, queue.layout.items());
+            } catch (TimeoutException e) {
+                return false;
+            }
         }
         return true;
     }

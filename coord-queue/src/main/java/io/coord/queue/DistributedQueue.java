@@ -2,6 +2,8 @@ package io.coord.queue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.Deadline;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -33,8 +35,20 @@ import org.apache.zookeeper.data.Stat;
  * producer reads the count, then writes; producers that race may each pass the check, so the bound can be
  * overshot by at most the number of writes racing at that moment.
  *
+ * <p><b>Timeouts.</b> A timed call ({@code offer}, {@code poll} or {@code claim} with a {@link Duration}) computes
+ * its deadline once, and every wait before its first write ends there: reads (the producer's count, the consumer's
+ * children list), creating the queue's parents, watches, and waiting for a lost connection. No write is sent while
+ * the client is disconnected. Once the first write is on the wire (the producer's transaction that creates the item,
+ * or the consumer's claim of one item) the call sees it through, past the deadline if need be, so that no item is
+ * ever written or taken without the caller knowing: Curator retries it under the client's retry policy, then it is
+ * sent again after each reconnection as long as the session that sent it lives; if that session ends, a producer
+ * reads the queue to learn whether its item landed, and a consumer's claim died with the session. The overrun is so
+ * bounded by the retry policy and the session timeout. Any non-negative timeout is accepted; one too long to count
+ * in nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
+ *
  * <p>Instances are thread-safe, and all instances on one client and path share one cache of item names and one
- * watch. Building an instance does no I/O; ZooKeeper failures that Curator's retries cannot hide surface as
+ * watch. A namespace facade ({@code client.usingNamespace(ns)}) works like any client, with the znodes under the
+ * namespace. Building an instance does no I/O; ZooKeeper failures that Curator's retries cannot hide surface as
  * {@link CoordinationException}.
  */
 public final class DistributedQueue<T> {
@@ -51,7 +65,7 @@ public final class DistributedQueue<T> {
         this.path = builder.path;
         this.serializer = builder.serializer;
         this.capacity = builder.capacity;
-        this.queue = ClientQueues.of(builder.client).queue(builder.path);
+        this.queue = SharedQueue.of(ClientContext.of(builder.client), builder.path);
         this.producer = new Producer(queue, capacity);
         this.consumer = new Consumer<>(queue, serializer);
     }
@@ -110,7 +124,12 @@ public final class DistributedQueue<T> {
         }
     }
 
-    /** Adds the item, waiting up to {@code timeout} for room; false if the queue stayed full. */
+    /**
+     * Adds the item, waiting up to {@code timeout} for room; false if the deadline passed first, whether the queue
+     * stayed full or the connection stayed down, and then nothing was written. If the deadline passes while the write
+     * is in flight, the call waits for its outcome and returns true if the item landed (see Timeouts in the class
+     * description).
+     */
     public boolean offer(T item, Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
         byte[] token = ItemCodec.newToken();
@@ -120,7 +139,7 @@ public final class DistributedQueue<T> {
     /** Adds the item, waiting as long as it takes for room. */
     public void put(T item) throws InterruptedException {
         byte[] token = ItemCodec.newToken();
-        producer.write(List.of(encode(item, token)), token, Deadline.never());
+        producer.write(List.of(encode(item, token)), token, Deadline.forever());
     }
 
     /**
@@ -155,7 +174,7 @@ public final class DistributedQueue<T> {
                     + ItemCodec.maxBuffer() + "); split it");
         }
         if (!stored.isEmpty()) {
-            producer.write(stored, token, Deadline.never());
+            producer.write(stored, token, Deadline.forever());
         }
     }
 
@@ -170,7 +189,11 @@ public final class DistributedQueue<T> {
         }
     }
 
-    /** Removes and returns the first item nobody holds, waiting up to {@code timeout}; null on timeout. */
+    /**
+     * Removes and returns the first item nobody holds, waiting up to {@code timeout}; null if the deadline passed
+     * first, and then nothing was taken. If the deadline passes while a take is in flight, the call waits for its
+     * outcome and returns the item if it was taken (see Timeouts in the class description).
+     */
     public T poll(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
         return item(consumer.consume(false, Deadline.after(timeout)));
@@ -178,7 +201,7 @@ public final class DistributedQueue<T> {
 
     /** Removes and returns the first item nobody holds, waiting as long as it takes. */
     public T take() throws InterruptedException {
-        return item(consumer.consume(false, Deadline.never()));
+        return item(consumer.consume(false, Deadline.forever()));
     }
 
     /** The first item nobody holds, left in place; null when there is none. */
@@ -195,7 +218,9 @@ public final class DistributedQueue<T> {
     /**
      * Claims the first item nobody holds, waiting up to {@code timeout}: at-least-once delivery. The item stays in
      * the queue, invisible to other consumers, until the claim is acknowledged or closed, or this client's session
-     * dies. Empty on timeout.
+     * dies. Empty if the deadline passed first, and then nothing was claimed. If the deadline passes while a claim is
+     * in flight, the call waits for its outcome and returns the claim if it was made (see Timeouts in the class
+     * description).
      */
     public Optional<Claim<T>> claim(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);

@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import io.coord.core.internal.ClientContext;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
@@ -18,7 +19,7 @@ import org.apache.zookeeper.Watcher.Event.EventType;
  * still has names reads nothing. The watch is left only while someone waits; the last waiter to leave removes it.
  */
 final class ItemsView {
-    private final ClientQueues context;
+    private final ClientContext context;
     private final Layout layout;
     private final NameCache names = new NameCache();
     private final Signal signal = new Signal();
@@ -38,7 +39,7 @@ final class ItemsView {
         boolean watched;
     }
 
-    ItemsView(ClientQueues context, Layout layout) {
+    ItemsView(ClientContext context, Layout layout) {
         this.context = context;
         this.layout = layout;
     }
@@ -55,10 +56,11 @@ final class ItemsView {
         return signal.snapshot();
     }
 
-    /** Our claim's delete is confirmed: the name is back in play, for local waiters too. */
-    void released(String name) {
-        names.released(name);
-        signal.fire();
+    /** The delete of our claim made on {@code session} is confirmed: the name is back in play, local waiters too. */
+    void released(String name, long session) {
+        if (names.released(name, session, context.sessionId())) {
+            signal.fire();
+        }
     }
 
     void joinWaiters() {
@@ -134,17 +136,21 @@ final class ItemsView {
         return mine.answer;
     }
 
-    void connectionChanged(boolean newSession) {
-        if (newSession) {
-            lock.lock();
-            try {
-                watchArmed = false; // it died with the session
-                watchGeneration++;
-            } finally {
-                lock.unlock();
-            }
-            names.sessionEnded();
+    /** Connected again on the same session: the watch and our claims survived; waiters look again. */
+    void reconnected() {
+        signal.fire();
+    }
+
+    /** The session ended, or a new one began: the watch and every claim made on another session died with it. */
+    void sessionEnded(long current) {
+        lock.lock();
+        try {
+            watchArmed = false;
+            watchGeneration++;
+        } finally {
+            lock.unlock();
         }
+        names.sessionEnded(current);
         signal.fire();
     }
 
@@ -158,7 +164,7 @@ final class ItemsView {
         }
         CuratorFramework client = context.client();
         String items = layout.items();
-        Zk.call(context, cb -> {
+        Zk.call(context, items, cb -> {
                     if (read.watched) {
                         client.getChildren()
                                 .usingWatcher(itemsWatcher)
@@ -214,6 +220,7 @@ final class ItemsView {
         // removeAll: removing one watcher only drops it locally and leaves the server's watch in place.
         Zk.call(
                         context,
+                        layout.items(),
                         cb -> client.watchers()
                                 .removeAll()
                                 .ofType(Watcher.WatcherType.Children)
@@ -235,7 +242,12 @@ final class ItemsView {
 
     private void itemsChanged(WatchedEvent event) {
         if (event.getType() == EventType.None) {
-            return; // connection news; the connection listener handles it
+            // Connection news, which the session listener handles; but a namespace facade's context hears of the
+            // client's close only when asked, so ask here, where a blocked waiter's watch is told of it.
+            if (context.isClosed()) {
+                signal.fire();
+            }
+            return;
         }
         lock.lock();
         try {

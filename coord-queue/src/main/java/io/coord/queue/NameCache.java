@@ -1,11 +1,9 @@
 package io.coord.queue;
 
 import io.coord.core.SequenceNode;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
@@ -15,15 +13,21 @@ import java.util.concurrent.locks.ReentrantLock;
  * out of play. Each name is handed to one local consumer at a time. A name is held out while a local consumer tries
  * it, while another client's claim on it is watched, while a claim of ours holds it, and while our claim on it is
  * being deleted; a children read never brings such a name back.
+ *
+ * <p>Our claims are kept by name and session, as the server keeps them: a claim node is ours only while the session
+ * that made it lives, and a claim of an ended session must never speak for a newer claim on the same item.
  */
 final class NameCache {
+    /** A claim of ours: the item's name and the session whose ephemeral node holds it. */
+    private record Hold(String name, long session) {}
+
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
     private final TreeSet<SequenceNode> candidates = new TreeSet<>();
     private final Set<String> attempting = new HashSet<>();
     private final Set<String> claimedElsewhere = new HashSet<>();
-    private final Map<String, Long> heldHere = new HashMap<>();
-    private final Set<String> releasing = new HashSet<>();
+    private final Set<Hold> heldHere = new HashSet<>();
+    private final Set<Hold> releasing = new HashSet<>();
     private final Set<String> seenClaimed = new HashSet<>();
     private final Set<String> deferred = new HashSet<>();
 
@@ -141,62 +145,77 @@ final class NameCache {
         }
     }
 
+    /** A claim of ours, made on {@code session}, holds the name. */
     void holdHere(String name, long session) {
         lock.lock();
         try {
-            heldHere.put(name, session);
+            heldHere.add(new Hold(name, session));
+            candidates.remove(Layout.node(name));
         } finally {
             lock.unlock();
         }
     }
 
-    void dropHeld(String name) {
+    /** Whether a claim of ours made on {@code session} holds the name. */
+    boolean holds(String name, long session) {
         lock.lock();
         try {
-            heldHere.remove(name);
+            return heldHere.contains(new Hold(name, session));
         } finally {
             lock.unlock();
         }
     }
 
-    /** Our claim on the name is being deleted: it comes back only once the delete is confirmed. */
-    void releasing(String name) {
+    /** The claim made on {@code session} is over; a claim of another session on the same name is left alone. */
+    void dropHeld(String name, long session) {
         lock.lock();
         try {
-            heldHere.remove(name);
-            releasing.add(name);
+            heldHere.remove(new Hold(name, session));
         } finally {
             lock.unlock();
         }
     }
 
-    void released(String name) {
+    /** Our claim on the name, made on {@code session}, is being deleted: it comes back once the delete is confirmed. */
+    void releasing(String name, long session) {
         lock.lock();
         try {
-            if (releasing.remove(name)) {
-                candidates.add(Layout.node(name));
+            Hold hold = new Hold(name, session);
+            heldHere.remove(hold);
+            releasing.add(hold);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The delete of the claim made on {@code session} is confirmed. The name comes back unless a newer claim of ours,
+     * made on the {@code current} session, holds it. Returns true if it came back.
+     */
+    boolean released(String name, long session, long current) {
+        lock.lock();
+        try {
+            if (!releasing.remove(new Hold(name, session)) || heldHere.contains(new Hold(name, current))) {
+                return false;
             }
+            return candidates.add(Layout.node(name));
         } finally {
             lock.unlock();
         }
     }
 
-    /** Adds the listed names not held out. Returns true if any was new. */
-    boolean merge(List<String> children, long session) {
+    /** Adds the listed names not held out on the {@code current} session. Returns true if any was new. */
+    boolean merge(List<String> children, long current) {
         boolean added = false;
         lock.lock();
         try {
             seenClaimed.retainAll(children); // forget items that are gone
             deferred.clear(); // listed ones come back below, the others are gone
             for (String child : children) {
-                if (attempting.contains(child) || claimedElsewhere.contains(child) || releasing.contains(child)) {
-                    continue;
+                // A claim of another session died with it: its name is free again, and is listed like any other.
+                if (!isHeldOut(child, current)) {
+                    added |= Layout.parse(child).map(candidates::add).orElse(false);
                 }
-                Long holder = heldHere.get(child);
-                if (holder != null && holder == session) {
-                    continue; // a claim of an older session died with it: the name is free again
-                }
-                added |= Layout.parse(child).map(candidates::add).orElse(false);
             }
         } finally {
             lock.unlock();
@@ -204,21 +223,42 @@ final class NameCache {
         return added;
     }
 
-    /** The session ended: the watches on other clients' claims and our own claims died with it. */
-    void sessionEnded() {
+    /**
+     * A session ended, or the {@code current} one began: the watches on other clients' claims died, and so did every
+     * claim of ours made on any session but the current one. Their names come back; claims of the current session,
+     * which may have been made before this news arrived, stay.
+     */
+    void sessionEnded(long current) {
         lock.lock();
         try {
-            requeue(claimedElsewhere);
-            requeue(releasing);
-            requeue(heldHere.keySet());
+            claimedElsewhere.forEach(n -> candidates.add(Layout.node(n)));
+            claimedElsewhere.clear();
+            requeueUnless(heldHere, current);
+            requeueUnless(releasing, current);
         } finally {
             lock.unlock();
         }
     }
 
     // Guarded by lock.
-    private void requeue(Set<String> names) {
-        names.forEach(n -> candidates.add(Layout.node(n)));
-        names.clear();
+    private boolean isHeldOut(String name, long current) {
+        Hold ours = new Hold(name, current);
+        return attempting.contains(name)
+                || claimedElsewhere.contains(name)
+                || heldHere.contains(ours)
+                || releasing.contains(ours);
+    }
+
+    // Guarded by lock.
+    private void requeueUnless(Set<Hold> holds, long current) {
+        for (Iterator<Hold> it = holds.iterator(); it.hasNext(); ) {
+            Hold hold = it.next();
+            if (hold.session() != current) {
+                it.remove();
+                if (!isHeldOut(hold.name(), current)) {
+                    candidates.add(Layout.node(hold.name()));
+                }
+            }
+        }
     }
 }

@@ -2,10 +2,13 @@ package io.coord.queue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.SequenceNode;
+import io.coord.core.internal.Deadline;
+import io.coord.core.internal.ResultCodes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorOp;
@@ -39,21 +42,46 @@ final class Producer {
 
     /**
      * Writes the stored forms of one or more items in one transaction once there is room for all of them. Returns
-     * false if the deadline passed first; with {@link Deadline#now()} it never waits for room.
+     * false if the deadline passed before the transaction was sent, in which case nothing was written. With
+     * {@link Deadline#now()} it never waits for room, but waits for each answer as long as it takes.
+     *
+     * <p>Every wait before the transaction (the count read, creating the parents, the room watch, the connection,
+     * the writer slot) ends at the deadline. Once the transaction is sent it is seen through, past the deadline if
+     * need be, so that the caller learns whether the items landed: see {@link #commit}.
      */
     boolean write(List<byte[]> stored, byte[] token, Deadline deadline) throws InterruptedException {
         boolean waiting = false;
         try {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; ) {
                 CompletableFuture<Void> seen = queue.room.signal();
-                Stat stat = await(queue.counts.next(), deadline);
+                Stat stat;
+                try {
+                    stat = await(queue.counts.next(), deadline);
+                } catch (CoordinationException e) {
+                    if (!deadline.allowsWaiting() || !ResultCodes.isInDoubt(e) || queue.context.isClosed()) {
+                        throw e;
+                    }
+                    // Curator's retries ran out on a lost connection: a caller that may wait, waits for it.
+                    if (!queue.context.awaitConnected(deadline)) {
+                        return false;
+                    }
+                    continue;
+                }
                 if (stat == null) {
                     await(queue.ensureLayout(), deadline);
                     attempt++;
                     continue;
                 }
                 if (stat.getNumChildren() + stored.size() <= capacity) {
-                    if (commit(stored, token, nextSequence(stat))) {
+                    // Not sent while disconnected: a timed caller would otherwise wait for it past its deadline.
+                    if (deadline.allowsWaiting() && !queue.context.awaitConnected(deadline)) {
+                        return false;
+                    }
+                    ProducerSlots.Slot slot = queue.slots.borrow(deadline);
+                    if (slot == null) {
+                        return false;
+                    }
+                    if (commit(slot, stored, token, nextSequence(stat))) {
                         return true;
                     }
                     attempt++;
@@ -78,6 +106,8 @@ final class Producer {
             }
             throw new CoordinationException(
                     "could not write to " + queue.layout.items() + " in " + MAX_ATTEMPTS + " attempts");
+        } catch (TimeoutException e) {
+            return false; // every timed wait comes before the transaction, or after one that failed as a whole
         } finally {
             if (waiting) {
                 queue.room.leave();
@@ -85,10 +115,14 @@ final class Producer {
         }
     }
 
-    /** One transaction; true if the items are in the queue, false if nothing was written and it is worth retrying. */
-    boolean commit(List<byte[]> stored, byte[] token, int lowestSequence) {
+    /**
+     * One transaction from {@code slot}, which it returns to the pool; true if the items are in the queue, false if
+     * nothing was written and it is worth retrying. Seen through whatever the caller's deadline: Curator's retries,
+     * then a resend after each reconnection while the slot's session lives, and if that session ends, a look for the
+     * token among the items.
+     */
+    boolean commit(ProducerSlots.Slot slot, List<byte[]> stored, byte[] token, int lowestSequence) {
         CuratorFramework client = queue.context.client();
-        ProducerSlots.Slot slot = queue.slots.borrow();
         List<CuratorOp> ops = new ArrayList<>(stored.size() + 1);
         for (byte[] data : stored) {
             ops.add(Ops.create(client, queue.layout.itemPrefix(), CreateMode.PERSISTENT_SEQUENTIAL, data));
@@ -113,11 +147,12 @@ final class Producer {
             return true;
         }
         if (failed >= 0 && failed < slotOp && code == Code.NONODE) {
-            queue.slots.giveBack(slot); // no items parent: nothing was written, and the slot is untouched
-            Zk.awaitFully(queue.ensureLayout(), queue.layout.items());
+            // No items parent: nothing was written, and the slot is untouched. The next count finds the parent
+            // missing and creates it, under the caller's deadline.
+            queue.slots.giveBack(slot);
             return false;
         }
-        if ((failed == slotOp && code == Code.NONODE) || Zk.isInDoubt(code)) {
+        if ((failed == slotOp && code == Code.NONODE) || ResultCodes.isInDoubt(code)) {
             queue.slots.discard(slot); // the session ended during the write: only the items can tell
             return landed(token, lowestSequence);
         }
@@ -132,6 +167,7 @@ final class Producer {
         CuratorEvent listing = Zk.awaitFully(
                 Zk.call(
                         queue.context,
+                        items,
                         cb -> client.getChildren().inBackground(cb).forPath(items)),
                 items);
         if (Zk.code(listing) == Code.NONODE) {
@@ -147,7 +183,9 @@ final class Producer {
                 .filter(n -> n.sequence() >= lowestSequence)
                 .map(SequenceNode::name)
                 .map(name -> Zk.call(
-                        queue.context, cb -> client.getData().inBackground(cb).forPath(queue.layout.item(name))))
+                        queue.context,
+                        queue.layout.item(name),
+                        cb -> client.getData().inBackground(cb).forPath(queue.layout.item(name))))
                 .toList();
         boolean found = false;
         for (CompletableFuture<CuratorEvent> read : reads) {
@@ -157,10 +195,9 @@ final class Producer {
         return found;
     }
 
-    /** Waits interruptibly when the caller may wait, and fully (restoring the flag) when it may not. */
-    private <V> V await(CompletableFuture<V> answer, Deadline deadline) throws InterruptedException {
-        String items = queue.layout.items();
-        return deadline.allowsWaiting() ? Zk.await(answer, items) : Zk.awaitFully(answer, items);
+    /** Waits under the deadline when the caller may wait, and fully (restoring the flag) when it may not. */
+    private <V> V await(CompletableFuture<V> answer, Deadline deadline) throws InterruptedException, TimeoutException {
+        return Zk.awaitWithin(answer, deadline, queue.layout.items());
     }
 
     /**

@@ -1,7 +1,11 @@
 package io.coord.queue;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.internal.Deadline;
+import io.coord.core.internal.ResultCodes;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
@@ -37,7 +41,11 @@ final class ProducerSlots {
         this.queue = queue;
     }
 
-    Slot borrow() {
+    /**
+     * A slot of the current session, made if none is idle; null if the deadline passed first. Nothing waits past the
+     * deadline: a create still unanswered then is adopted when its answer comes, as an idle slot if it landed.
+     */
+    Slot borrow(Deadline deadline) throws InterruptedException {
         long session = queue.context.sessionId();
         for (Slot slot = idle.poll(); slot != null; slot = idle.poll()) {
             if (slot.session == session) {
@@ -45,7 +53,7 @@ final class ProducerSlots {
             }
             // A slot of an ended session died with it.
         }
-        return create();
+        return create(deadline);
     }
 
     void giveBack(Slot slot) {
@@ -55,20 +63,51 @@ final class ProducerSlots {
     /** Forgets a slot whose version is no longer known, deleting its znode if it still lives. */
     void discard(Slot slot) {
         if (queue.context.sessionId() == slot.session) {
-            Zk.call(
-                    queue.context,
-                    cb -> queue.context.client().delete().inBackground(cb).forPath(slot.path));
+            queue.context.deleteGuaranteed(slot.path);
         }
     }
 
-    private Slot create() {
+    private Slot create(Deadline deadline) throws InterruptedException {
         for (int attempt = 0; attempt < 3; attempt++) {
             // A fresh name per attempt: after a session change, the old name may still belong to the dying session.
             String path = queue.layout.newWriterSlot();
             long session = queue.context.sessionId();
-            CuratorEvent event = Zk.finish(
+            Code code;
+            try {
+                code = send(path, session, deadline);
+            } catch (TimeoutException e) {
+                return null;
+            }
+            if (code == Code.OK || code == Code.NODEEXISTS) {
+                // NodeExists: a replay of our own create, since the name is ours alone; its version is still 0.
+                return new Slot(path, session, 0);
+            }
+            if (code == Code.NONODE) {
+                try {
+                    Zk.awaitWithin(queue.ensureLayout(), deadline, queue.layout.sessions());
+                } catch (TimeoutException e) {
+                    return null;
+                }
+                continue;
+            }
+            if (!ResultCodes.isInDoubt(code)) {
+                throw Zk.failure("creating", path, code);
+            }
+        }
+        throw new CoordinationException(
+                "could not create a writer slot under " + queue.layout.sessions() + " in 3 attempts");
+    }
+
+    /**
+     * Creates the slot's znode, sending it again across lost connections while {@code session} lives (a replay
+     * answers NodeExists). Returns the last answer's code.
+     *
+     * @throws TimeoutException if the deadline passed first; the create in flight is then adopted or deleted
+     */
+    private Code send(String path, long session, Deadline deadline) throws InterruptedException, TimeoutException {
+        while (true) {
+            CompletableFuture<CuratorEvent> answer = Zk.call(
                     queue.context,
-                    session,
                     path,
                     cb -> queue.context
                             .client()
@@ -76,20 +115,37 @@ final class ProducerSlots {
                             .withMode(CreateMode.EPHEMERAL)
                             .inBackground(cb)
                             .forPath(path, new byte[0]));
-            Code code = Zk.code(event);
-            if (code == Code.OK || code == Code.NODEEXISTS) {
-                // NodeExists: a replay of our own create, since the name is ours alone; its version is still 0.
-                return new Slot(path, session, 0);
+            Code code;
+            try {
+                code = Zk.code(Zk.awaitWithin(answer, deadline, path));
+            } catch (TimeoutException | InterruptedException e) {
+                answer.thenAccept(late -> adopt(path, session, Zk.code(late)));
+                throw e;
             }
-            if (code == Code.NONODE) {
-                Zk.awaitFully(queue.ensureLayout(), queue.layout.sessions());
-                continue;
+            if (!ResultCodes.isInDoubt(code) || queue.context.sessionId() != session) {
+                return code;
             }
-            if (!Zk.isInDoubt(code)) {
-                throw Zk.failure("creating", path, code);
+            // The create may have landed: send it again once connected, or delete it if the caller gives up first.
+            try {
+                if (!deadline.allowsWaiting()) {
+                    Zk.awaitFully(queue.context.connected(), path);
+                } else if (!queue.context.awaitConnected(deadline)) {
+                    queue.context.deleteGuaranteed(path);
+                    throw new TimeoutException("no connection to create " + path);
+                }
+            } catch (InterruptedException e) {
+                queue.context.deleteGuaranteed(path);
+                throw e;
             }
         }
-        throw new CoordinationException(
-                "could not create a writer slot under " + queue.layout.sessions() + " in 3 attempts");
+    }
+
+    /** A slot create answered after its writer stopped waiting: keep the slot if it landed, delete it if in doubt. */
+    private void adopt(String path, long session, Code code) {
+        if (code == Code.OK || code == Code.NODEEXISTS) {
+            giveBack(new Slot(path, session, 0));
+        } else if (ResultCodes.isInDoubt(code) && queue.context.sessionId() == session) {
+            queue.context.deleteGuaranteed(path);
+        }
     }
 }

@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import io.coord.core.internal.ClientContext;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.zookeeper.AddWatchMode;
@@ -14,7 +15,7 @@ import org.apache.zookeeper.Watcher.Event.EventType;
  * returns every name, on every wake-up. Each event just fires the signal; waiters then share one Stat read.
  */
 final class RoomWatch implements Watcher {
-    private final ClientQueues context;
+    private final ClientContext context;
     private final String items;
     private final Signal signal = new Signal();
     private final ReentrantLock lock = new ReentrantLock();
@@ -25,7 +26,7 @@ final class RoomWatch implements Watcher {
     // Bumped by every removal, so that an add answered after it does not count as armed.
     private long generation;
 
-    RoomWatch(ClientQueues context, String items) {
+    RoomWatch(ClientContext context, String items) {
         this.context = context;
         this.items = items;
     }
@@ -64,6 +65,7 @@ final class RoomWatch implements Watcher {
         }
         Zk.call(
                         context,
+                        items,
                         cb -> context.client()
                                 .watchers()
                                 .add()
@@ -107,6 +109,7 @@ final class RoomWatch implements Watcher {
         if (remove) {
             Zk.call(
                     context,
+                    items,
                     cb -> context.client()
                             .watchers()
                             .removeAll()
@@ -132,6 +135,9 @@ final class RoomWatch implements Watcher {
     @Override
     public void process(WatchedEvent event) {
         if (event.getType() == EventType.None || event.getType() == EventType.PersistentWatchRemoved) {
+            if (context.isClosed()) {
+                signal.fire(); // a namespace facade's close reaches its waiters only this way
+            }
             return;
         }
         signal.fire();

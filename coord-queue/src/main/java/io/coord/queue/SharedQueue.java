@@ -1,5 +1,7 @@
 package io.coord.queue;
 
+import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.ClientContext.SessionEvent;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
@@ -9,10 +11,11 @@ import org.apache.zookeeper.data.Stat;
 
 /**
  * The state of one queue path in one client, shared by every {@link DistributedQueue} instance built on them: the
- * consumers' cached item names and watch, the producers' room watch and slots, and the coalesced size read.
+ * consumers' cached item names and watch, the producers' room watch and slots, and the coalesced size read. It is
+ * kept in the client's {@link ClientContext}, which also tells it of every change of connection and session.
  */
 final class SharedQueue {
-    final ClientQueues context;
+    final ClientContext context;
     final Layout layout;
     final ItemsView view;
     final ClaimOps claims;
@@ -24,7 +27,16 @@ final class SharedQueue {
 
     private final AtomicReference<CompletableFuture<Void>> ensuring = new AtomicReference<>();
 
-    SharedQueue(ClientQueues context, String path) {
+    /** The shared state of {@code path} on this context's client, made on first use; does no I/O. */
+    static SharedQueue of(ClientContext context, String path) {
+        return context.shared(SharedQueue.class.getName() + ":" + path, key -> {
+            SharedQueue queue = new SharedQueue(context, path);
+            context.addSessionListener(queue::sessionChanged);
+            return queue;
+        });
+    }
+
+    private SharedQueue(ClientContext context, String path) {
         this.context = context;
         this.layout = new Layout(path, context.client().getNamespace());
         this.view = new ItemsView(context, layout);
@@ -40,15 +52,28 @@ final class SharedQueue {
         return CompletableFuture.allOf(ensure(layout.items()), ensure(layout.claims()), ensure(layout.sessions()));
     }
 
-    void connectionChanged(boolean newSession) {
-        view.connectionChanged(newSession);
-        room.connectionChanged(newSession);
+    /** On Curator's listener thread: only flips local state and wakes waiters, never blocks. */
+    private void sessionChanged(SessionEvent event) {
+        switch (event) {
+            case SUSPENDED -> {} // watches and ephemeral znodes live on unless the session ends
+            case RECONNECTED -> {
+                // Same session: our claims and watches survived. Waiters look again, now that requests can go out.
+                view.reconnected();
+                room.connectionChanged(false);
+            }
+            case SESSION_ENDED, NEW_SESSION, CLOSED -> {
+                // Our watches and claims died with the session; on close, waiters wake to fail on their next request.
+                view.sessionEnded(context.sessionId());
+                room.connectionChanged(true);
+            }
+        }
     }
 
     private CompletableFuture<Void> ensure(String parent) {
         CuratorFramework client = context.client();
         return Zk.call(
                         context,
+                        parent,
                         cb -> client.create()
                                 .creatingParentContainersIfNeeded()
                                 .inBackground(cb)
@@ -64,6 +89,7 @@ final class SharedQueue {
     private CompletableFuture<Stat> readCount() {
         return Zk.call(
                         context,
+                        layout.items(),
                         cb -> context.client().checkExists().inBackground(cb).forPath(layout.items()))
                 .thenApply(event -> switch (Zk.code(event)) {
                     case OK -> event.getStat();
@@ -83,6 +109,7 @@ final class SharedQueue {
         return Zk.awaitFully(
                 Zk.call(
                         context,
+                        claimPath,
                         cb -> context.client()
                                 .getData()
                                 .usingWatcher(view.claimsWatcher())

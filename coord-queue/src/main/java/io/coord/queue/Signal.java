@@ -1,8 +1,8 @@
 package io.coord.queue;
 
+import io.coord.core.internal.Deadline;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -25,11 +25,7 @@ final class Signal {
     /** Waits until {@code seen} fires or the deadline passes; false on timeout. */
     static boolean await(CompletableFuture<Void> seen, Deadline deadline) throws InterruptedException {
         try {
-            if (deadline.isEndless()) {
-                seen.get();
-            } else {
-                seen.get(deadline.remainingNanos(), TimeUnit.NANOSECONDS);
-            }
+            deadline.await(seen);
             return true;
         } catch (TimeoutException e) {
             return false;

@@ -1,9 +1,13 @@
 package io.coord.queue;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.Deadline;
+import io.coord.core.internal.ResultCodes;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.api.BackgroundCallback;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
@@ -12,8 +16,9 @@ import org.apache.zookeeper.KeeperException.Code;
 
 /**
  * Every request goes out in the background and its answer comes back as a future, so that a waiting thread can be
- * interrupted without abandoning a write it already sent. Curator retries each request on connection loss under the
- * client's retry policy; the callbacks only complete futures, so ZooKeeper's event thread never blocks.
+ * interrupted, or give up at its deadline, without abandoning a write it already sent. Curator retries each request
+ * on connection loss under the client's retry policy; the callbacks only complete futures, so ZooKeeper's event
+ * thread never blocks.
  */
 final class Zk {
     private Zk() {}
@@ -23,15 +28,27 @@ final class Zk {
         void send(BackgroundCallback callback) throws Exception;
     }
 
-    static CompletableFuture<CuratorEvent> call(ClientQueues context, Call call) {
-        CompletableFuture<CuratorEvent> answer = context.track(new CompletableFuture<>());
-        if (answer.isDone()) {
+    /**
+     * Sends a request on {@code path}. Closing the client fails the answer at once (see {@link ClientContext#track}),
+     * with the client's closed error naming the path, rather than leave its caller waiting.
+     */
+    static CompletableFuture<CuratorEvent> call(ClientContext context, String path, Call call) {
+        CompletableFuture<CuratorEvent> answer = new CompletableFuture<>();
+        CompletableFuture<CuratorEvent> tracked = context.track(new CompletableFuture<>());
+        tracked.whenComplete((event, error) -> {
+            if (error == null) {
+                answer.complete(event);
+            } else {
+                answer.completeExceptionally(context.isClosed() ? ClientContext.closedError(path) : error);
+            }
+        });
+        if (tracked.isDone()) {
             return answer; // the client is closed
         }
         try {
-            call.send((client, event) -> answer.complete(event));
+            call.send((client, event) -> tracked.complete(event));
         } catch (Exception e) {
-            answer.completeExceptionally(e);
+            tracked.completeExceptionally(e); // Curator refuses requests on a client not started or closed
         }
         return answer;
     }
@@ -55,27 +72,27 @@ final class Zk {
         return -1;
     }
 
-    /** Failures after which a write may or may not have been applied. */
-    static boolean isInDoubt(Code code) {
-        return code == Code.CONNECTIONLOSS
-                || code == Code.OPERATIONTIMEOUT
-                || code == Code.SESSIONMOVED
-                || code == Code.SESSIONEXPIRED;
-    }
-
-    /** True for a failure whose cause is a lost connection or session, as {@link #failure} wraps it. */
-    static boolean isInDoubt(Throwable failure) {
-        Throwable cause = failure instanceof CoordinationException ? failure.getCause() : failure;
-        return cause instanceof KeeperException ke && isInDoubt(ke.code());
-    }
-
-    /** Waits for an answer; an interrupt abandons the wait but not the request, which is a read. */
-    static <T> T await(CompletableFuture<T> answer, String path) throws InterruptedException {
+    /**
+     * Waits for the answer of a request that may be abandoned (a read, or an idempotent create) until the deadline.
+     *
+     * @throws TimeoutException if the deadline passed first; the request goes on without a waiter
+     */
+    static <T> T await(CompletableFuture<T> answer, Deadline deadline, String path)
+            throws InterruptedException, TimeoutException {
         try {
-            return answer.get();
+            return deadline.await(answer);
         } catch (ExecutionException e) {
             throw failure("request on", path, e.getCause());
         }
+    }
+
+    /**
+     * Waits under the deadline when it allows waiting. {@link Deadline#now()} is the untimed calls ({@code offer},
+     * {@code poll}): they never wait for room or for items, but do wait for the answer, as long as it takes.
+     */
+    static <T> T awaitWithin(CompletableFuture<T> answer, Deadline deadline, String path)
+            throws InterruptedException, TimeoutException {
+        return deadline.allowsWaiting() ? await(answer, deadline, path) : awaitFully(answer, path);
     }
 
     /**
@@ -106,13 +123,13 @@ final class Zk {
      * connection and sends again, as long as the session that made the request lives. Only requests whose replay is
      * recognisable (see the callers) go through here. Returns the in-doubt answer if the session changed.
      */
-    static CuratorEvent finish(ClientQueues context, long session, String path, Call call) {
+    static CuratorEvent finish(ClientContext context, long session, String path, Call call) {
         while (true) {
-            CuratorEvent event = awaitFully(call(context, call), path);
-            if (!isInDoubt(code(event)) || context.sessionId() != session) {
+            CuratorEvent event = awaitFully(call(context, path, call), path);
+            if (!ResultCodes.isInDoubt(code(event)) || context.sessionId() != session) {
                 return event;
             }
-            context.awaitConnectedFully(path);
+            awaitFully(context.connected(), path); // fails if the client is closed meanwhile
         }
     }
 
@@ -121,11 +138,8 @@ final class Zk {
     }
 
     static CoordinationException failure(String action, String path, Throwable cause) {
-        if (cause instanceof ClientClosedException) {
-            return new ClientClosedException(path);
-        }
         if (cause instanceof CoordinationException ce) {
-            return ce;
+            return ce; // the client was closed (ClientContext.closedError), or a failure already named
         }
         if (cause instanceof KeeperException ke) {
             return failure(action, path, ke.code());

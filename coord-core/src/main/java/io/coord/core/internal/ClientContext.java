@@ -15,6 +15,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.CuratorEventType;
@@ -48,6 +49,7 @@ public final class ClientContext {
     private final Watcher nodeWatcher = this::nodeWatchFired;
     private final Set<CompletableFuture<?>> requests = ConcurrentHashMap.newKeySet();
     private final CopyOnWriteArrayList<SessionListener> sessionListeners = new CopyOnWriteArrayList<>();
+    private final Map<String, Object> moduleState = new ConcurrentHashMap<>();
 
     private final ReentrantLock stateLock = new ReentrantLock();
     // Written under stateLock; closed is also read without it.
@@ -155,6 +157,16 @@ public final class ClientContext {
 
     void leave(SharedPath shared) {
         paths.computeIfPresent(shared.path(), (p, s) -> --s.users == 0 ? null : s);
+    }
+
+    /**
+     * The one object kept under {@code key} for this client, made by {@code factory} on first use and kept as long as
+     * the context. A module prefixes its keys with its package, so that one key always holds one type. The factory
+     * runs inside the registry's update: it must do no I/O and must not call this method.
+     */
+    @SuppressWarnings("unchecked") // one key, one owning module, one type: see above
+    public <T> T shared(String key, Function<String, ? extends T> factory) {
+        return (T) moduleState.computeIfAbsent(key, factory);
     }
 
     void track(Attempt attempt) {

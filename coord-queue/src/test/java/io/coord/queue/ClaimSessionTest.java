@@ -1,0 +1,108 @@
+package io.coord.queue;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** A claim belongs to the session that made it: a reconnection keeps it, and an expired one never touches a newer. */
+@Timeout(60)
+class ClaimSessionTest {
+    private static final Duration WAIT = Duration.ofSeconds(10);
+
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    private static DistributedQueue<String> queue(CuratorFramework client, String path) {
+        return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
+    }
+
+    private static long sessionOf(CuratorFramework client) throws Exception {
+        return client.getZookeeperClient().getZooKeeper().getSessionId();
+    }
+
+    /** Expires the client's session and waits until it is connected on a new one. */
+    private static void expireAndReconnect(CuratorFramework client) throws Exception {
+        long session = sessionOf(client);
+        zk.expireSession(client);
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> client.getZookeeperClient().isConnected() && sessionOf(client) != session);
+    }
+
+    @Test
+    void claimSurvivesASameSessionReconnect() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("same-session");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("x");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+        long session = sessionOf(client);
+        CountDownLatch reconnected = new CountDownLatch(1);
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (state == ConnectionState.RECONNECTED) {
+                reconnected.countDown();
+            }
+        });
+
+        client.getZookeeperClient().getZooKeeper().getTestable().closeSocket();
+        assertTrue(reconnected.await(20, TimeUnit.SECONDS));
+        assertEquals(session, sessionOf(client), "the test needs the same session");
+
+        assertNull(queue.poll(), "the claimed item stays hidden from its own client");
+        assertNull(queue(zk.newClient(), path).poll(), "and from every other");
+        assertTrue(claim.ack(), "the claim is still ours");
+        assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void closingAClaimOfAnExpiredSessionLeavesTheNewerClaimAlone() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("expired-close");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("x");
+        Claim<String> old = queue.claim(WAIT).orElseThrow();
+        expireAndReconnect(client);
+        Claim<String> newer = queue.claim(WAIT).orElseThrow();
+        assertEquals("x", newer.item());
+
+        old.close();
+
+        assertNull(queue.poll(), "the newer claim still hides the item");
+        assertFalse(old.ack(), "the old claim died with its session");
+        assertTrue(newer.ack(), "the newer claim is still ours");
+        assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void ackingAClaimOfAnExpiredSessionLeavesTheNewerClaimAlone() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("expired-ack");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("x");
+        Claim<String> old = queue.claim(WAIT).orElseThrow();
+        expireAndReconnect(client);
+        Claim<String> newer = queue.claim(WAIT).orElseThrow();
+        assertEquals("x", newer.item());
+
+        assertFalse(old.ack(), "the old claim died with its session");
+        old.close();
+
+        assertNull(queue.poll(), "the newer claim still hides the item");
+        assertTrue(newer.ack(), "the newer claim is still ours");
+        assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+}

@@ -1,0 +1,110 @@
+package io.coord.queue;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** Timed calls end by their deadline whatever the connection does, and any non-negative timeout is accepted. */
+@Timeout(90)
+class QueueDeadlineTest {
+    private static final Duration SHORT = Duration.ofMillis(300);
+    // Well inside the 35 s or more that Curator's retries (20 tries, 2 s connection timeout) take to give up.
+    private static final long BOUND_SECONDS = 10;
+
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @FunctionalInterface
+    private interface Call<V> {
+        V call() throws InterruptedException;
+    }
+
+    private static DistributedQueue<String> queue(CuratorFramework client, String path) {
+        return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
+    }
+
+    /** Runs a timed call on its own thread, and fails the test if it is still running long after its deadline. */
+    private static <V> V endsByItsDeadline(Call<V> call) throws Exception {
+        return CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return call.call();
+                    } catch (InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                })
+                .get(BOUND_SECONDS, TimeUnit.SECONDS);
+    }
+
+    private static CountDownLatch suspension(CuratorFramework client) {
+        CountDownLatch suspended = new CountDownLatch(1);
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (state == ConnectionState.SUSPENDED) {
+                suspended.countDown();
+            }
+        });
+        return suspended;
+    }
+
+    @Test
+    void timedCallsReturnByTheirDeadlineWhileTheServerIsDown() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("deadline-down");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.putAll(List.of("a", "b"));
+        assertEquals("a", queue.poll()); // the consumer now caches "b"
+        DistributedQueue<String> fresh = queue(zk.newClient(), ZooKeeperFixture.uniquePath("deadline-fresh"));
+        CountDownLatch suspended = suspension(client);
+
+        zk.stopServer();
+        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+
+        assertFalse(endsByItsDeadline(() -> queue.offer("c", SHORT)), "nothing could be written");
+        assertNull(endsByItsDeadline(() -> queue.poll(SHORT)), "nothing could be taken");
+        assertEquals(Optional.empty(), endsByItsDeadline(() -> queue.claim(SHORT)));
+        assertFalse(endsByItsDeadline(() -> fresh.offer("c", SHORT)));
+        assertNull(endsByItsDeadline(() -> fresh.poll(SHORT)));
+        assertEquals(Optional.empty(), endsByItsDeadline(() -> fresh.claim(SHORT)));
+
+        zk.restartServer();
+        assertEquals("b", queue.poll(Duration.ofSeconds(30)), "the cached item was left in place");
+        assertNull(queue.poll(), "the offer that timed out wrote nothing");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void everyTimeoutUpToForeverIsAccepted() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("deadline-forever");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        List<Duration> timeouts = List.of(
+                ChronoUnit.FOREVER.getDuration(),
+                Duration.ofSeconds(Long.MAX_VALUE),
+                Duration.ofNanos(Long.MAX_VALUE),
+                Duration.ofNanos(Long.MAX_VALUE).plusNanos(1),
+                ChronoUnit.MILLENNIA.getDuration());
+
+        for (Duration timeout : timeouts) {
+            assertTrue(queue.offer("offered", timeout), timeout::toString);
+            assertEquals("offered", queue.poll(timeout), timeout::toString);
+            assertTrue(queue.offer("claimed"));
+            Claim<String> claim = queue.claim(timeout).orElseThrow();
+            assertEquals("claimed", claim.item(), timeout::toString);
+            assertTrue(claim.ack());
+        }
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+}
