@@ -201,6 +201,15 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
         return total;
     }
 
+    /** The server's {@code wchp} report: every watched path and the sessions watching it. */
+    public String watchesByPath() {
+        try {
+            return FourLetterWordMain.send4LetterWord("127.0.0.1", server.getPort(), "wchp");
+        } catch (Exception e) {
+            return "(wchp failed: " + e + ")";
+        }
+    }
+
     /** Waits until {@code path} has no children and the server holds no watches. */
     public void assertNoLeaks(String path) throws Exception {
         // A client of its own, so that the check never shows up in a test's request counts.
@@ -210,7 +219,11 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
                 .atMost(Duration.ofSeconds(15))
                 .until(() -> r.checkExists().forPath(path) == null
                         || r.getChildren().forPath(path).isEmpty());
-        await("no watches left on the server").atMost(Duration.ofSeconds(15)).until(() -> watchCount() == 0);
+        try {
+            await("no watches left on the server").atMost(Duration.ofSeconds(15)).until(() -> watchCount() == 0);
+        } catch (org.awaitility.core.ConditionTimeoutException e) {
+            throw new AssertionError("watches left on the server, by path: " + watchesByPath(), e);
+        }
     }
 
     /** Closes the test's clients, and brings the server back if the test left it stopped. */

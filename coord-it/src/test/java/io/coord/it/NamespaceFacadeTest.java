@@ -14,6 +14,9 @@ import io.coord.election.LeaderListener;
 import io.coord.election.LeaderObserver;
 import io.coord.election.LeaderSelector;
 import io.coord.mutex.ReentrantMutex;
+import io.coord.queue.Claim;
+import io.coord.queue.DistributedQueue;
+import io.coord.queue.QueueSerializer;
 import io.coord.rwlock.ReadWriteMutex;
 import io.coord.semaphore.DistributedSemaphore;
 import io.coord.testkit.ZooKeeperFixture;
@@ -52,9 +55,11 @@ class NamespaceFacadeTest {
         READ_LOCK((one, two, path) -> {
             ReadWriteMutex mine = new ReadWriteMutex(one, path);
             DistributedLock writer = new ReadWriteMutex(two, path).writeLock();
+            DistributedLock otherReader = new ReadWriteMutex(two, path).readLock();
             mine.readLock().acquire();
-            assertTrue(new ReadWriteMutex(two, path).readLock().acquire(Duration.ZERO), "readers share");
+            assertTrue(otherReader.acquire(Duration.ZERO), "readers share");
             assertFalse(writer.acquire(Duration.ZERO));
+            otherReader.release();
             mine.readLock().release();
             exerciseLock(new ReadWriteMutex(one, path).readLock(), writer);
         }),
@@ -74,6 +79,28 @@ class NamespaceFacadeTest {
             two1.close();
             both.get(10, TimeUnit.SECONDS).close();
             mine.acquire(2).close();
+        }),
+        QUEUE((one, two, path) -> {
+            // The queue's whole surface on a facade is covered in coord-queue; here it meets a second client.
+            DistributedQueue<String> mine = DistributedQueue.builder(one, path, QueueSerializer.utf8())
+                    .capacity(3)
+                    .build();
+            DistributedQueue<String> theirs = DistributedQueue.builder(two, path, QueueSerializer.utf8())
+                    .capacity(3)
+                    .build();
+            assertTrue(mine.offer("a"));
+            mine.put("b");
+            mine.putAll(List.of("c"));
+            assertFalse(theirs.offer("d", Duration.ZERO));
+            assertEquals(3, theirs.size());
+            assertEquals("a", theirs.peek());
+            Claim<String> claim = theirs.claim(Duration.ofSeconds(10)).orElseThrow();
+            assertEquals("a", claim.item());
+            assertEquals("b", mine.poll());
+            claim.close();
+            assertEquals("a", mine.poll(Duration.ofSeconds(10)));
+            assertEquals("c", theirs.take());
+            assertEquals(null, mine.poll());
         }),
         LATCH((one, two, path) -> {
             List<String> heard = new CopyOnWriteArrayList<>();
@@ -117,16 +144,22 @@ class NamespaceFacadeTest {
         }),
         OBSERVER((one, two, path) -> {
             List<Optional<Participant>> seen = new CopyOnWriteArrayList<>();
+            LeaderLatch latch = new LeaderLatch(two, path, "leader");
             try (LeaderObserver observer = new LeaderObserver(one, path)) {
                 observer.addListener(seen::add, Runnable::run);
                 observer.start();
-                try (LeaderLatch latch = new LeaderLatch(two, path, "leader")) {
-                    latch.start();
-                    latch.await();
-                    await().until(() -> observer.leader().map(Participant::id).equals(Optional.of("leader")));
-                }
+                latch.start();
+                latch.await();
+                await().until(() -> observer.leader().map(Participant::id).equals(Optional.of("leader")));
+                latch.close();
                 await().until(() -> observer.leader().isEmpty());
+                assertEquals(Optional.empty(), seen.get(seen.size() - 1));
                 assertTrue(seen.stream().anyMatch(Optional::isPresent));
+            }
+            // A closed observer's watch stays on the server until the path next changes: change it.
+            try (LeaderLatch after = new LeaderLatch(two, path, "after")) {
+                after.start();
+                after.await();
             }
         });
 
@@ -147,8 +180,15 @@ class NamespaceFacadeTest {
 
         primitive.exercise.run(one, two, path);
 
-        assertNotNull(base.checkExists().forPath("/" + NAMESPACE + path), "nodes live under the namespace");
-        zk.assertNoLeaks("/" + NAMESPACE + path);
+        String full = "/" + NAMESPACE + path;
+        assertNotNull(base.checkExists().forPath(full), "nodes live under the namespace");
+        if (primitive == Primitive.QUEUE) {
+            // The queue's three parents are persistent: what must be gone is what lives beneath them.
+            zk.assertNoLeaks(full + "/items");
+            zk.assertNoLeaks(full + "/claims");
+        } else {
+            zk.assertNoLeaks(full);
+        }
     }
 
     private static void exerciseLock(DistributedLock mine, DistributedLock theirs) throws Exception {

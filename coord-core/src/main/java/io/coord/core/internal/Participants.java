@@ -21,7 +21,7 @@ public final class Participants {
 
     public static List<Participant> read(CuratorFramework client, String path) {
         try {
-            return RetryLoop.callWithRetry(client.getZookeeperClient(), () -> readOnce(client, path));
+            return readOnce(client, path);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new CoordinationException("interrupted while listing participants of " + path, e);
@@ -35,6 +35,8 @@ public final class Participants {
     private static List<Participant> readOnce(CuratorFramework client, String path) throws Exception {
         List<String> children;
         try {
+            // Curator retries this itself. Not inside another retry loop: on a namespace facade's first use, a call
+            // nested in RetryLoop.callWithRetry answers null.
             children = client.getChildren().forPath(path);
         } catch (KeeperException.NoNodeException e) {
             return List.of();
@@ -51,7 +53,9 @@ public final class Participants {
         List<Op> reads = nodes.stream()
                 .map(n -> Op.getData(ZKPaths.makePath(base, n.name())))
                 .toList();
-        List<OpResult> results = client.getZookeeperClient().getZooKeeper().multi(reads);
+        // The raw handle's multi-read has no retries of its own (Curator 5.9 does not wrap it).
+        List<OpResult> results = RetryLoop.callWithRetry(
+                client.getZookeeperClient(), () -> client.getZookeeperClient().getZooKeeper().multi(reads));
         List<Participant> participants = new ArrayList<>(nodes.size());
         for (int i = 0; i < nodes.size(); i++) {
             // A node that left between the two reads is no longer a participant.
