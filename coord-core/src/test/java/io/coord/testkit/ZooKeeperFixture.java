@@ -220,7 +220,9 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
                 .until(() -> r.checkExists().forPath(path) == null
                         || r.getChildren().forPath(path).isEmpty());
         try {
-            await("no watches left on the server").atMost(Duration.ofSeconds(15)).until(() -> watchCount() == 0);
+            await("no watches left on the server")
+                    .atMost(Duration.ofSeconds(15))
+                    .until(() -> watchCount() == 0);
         } catch (org.awaitility.core.ConditionTimeoutException e) {
             throw new AssertionError("watches left on the server, by path: " + watchesByPath(), e);
         }

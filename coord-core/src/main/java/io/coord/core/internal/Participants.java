@@ -55,7 +55,8 @@ public final class Participants {
                 .toList();
         // The raw handle's multi-read has no retries of its own (Curator 5.9 does not wrap it).
         List<OpResult> results = RetryLoop.callWithRetry(
-                client.getZookeeperClient(), () -> client.getZookeeperClient().getZooKeeper().multi(reads));
+                client.getZookeeperClient(),
+                () -> client.getZookeeperClient().getZooKeeper().multi(reads));
         List<Participant> participants = new ArrayList<>(nodes.size());
         for (int i = 0; i < nodes.size(); i++) {
             // A node that left between the two reads is no longer a participant.
