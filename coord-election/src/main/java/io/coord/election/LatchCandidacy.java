@@ -1,12 +1,13 @@
 package io.coord.election;
 
-import static io.coord.election.Listeners.logDeparture;
+import static io.coord.election.Departures.logDeparture;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
+import io.coord.core.internal.OrderedListeners;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -42,7 +43,7 @@ final class LatchCandidacy {
     private final String name;
     // Grants and lease states are handled here, one at a time, in the order they happened.
     private final Executor events;
-    private final Listeners<LeaderListener> listeners;
+    private final OrderedListeners<LeaderListener> listeners;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -53,7 +54,7 @@ final class LatchCandidacy {
     private Lease term;
     private Throwable failure;
 
-    LatchCandidacy(LeaseEngine engine, String name, Executor events, Listeners<LeaderListener> listeners) {
+    LatchCandidacy(LeaseEngine engine, String name, Executor events, OrderedListeners<LeaderListener> listeners) {
         this.engine = engine;
         this.name = name;
         this.events = events;

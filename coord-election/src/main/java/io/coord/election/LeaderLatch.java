@@ -7,12 +7,13 @@ import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
+import io.coord.core.internal.OrderedListeners;
+import io.coord.core.internal.SerialExecutor;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ForkJoinPool;
 import org.apache.curator.framework.CuratorFramework;
 
 /**
@@ -53,7 +54,7 @@ public final class LeaderLatch implements AutoCloseable {
 
     private final LeaseEngine engine;
     private final String id;
-    private final Listeners<LeaderListener> listeners;
+    private final OrderedListeners<LeaderListener> listeners;
     private final LatchCandidacy candidacy;
 
     /** Checks its arguments and does no I/O; {@link #start()} joins the election. */
@@ -63,8 +64,8 @@ public final class LeaderLatch implements AutoCloseable {
         this.id = Arguments.participantId(participantId);
         byte[] data = id.getBytes(StandardCharsets.UTF_8);
         this.engine = new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), data);
-        Executor events = new SerialExecutor(ForkJoinPool.commonPool());
-        this.listeners = new Listeners<>(path, events);
+        Executor events = SerialExecutor.onCallbacks();
+        this.listeners = new OrderedListeners<>(path, events);
         this.candidacy = new LatchCandidacy(engine, toString(), events, listeners);
     }
 

@@ -3,13 +3,14 @@ package io.coord.election;
 import io.coord.core.Participant;
 import io.coord.core.SequenceNode;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.OrderedListeners;
+import io.coord.core.internal.SerialExecutor;
 import java.nio.charset.StandardCharsets;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
@@ -48,7 +49,7 @@ public final class LeaderObserver implements AutoCloseable {
     private final String path;
     private final Watcher watcher = this::watched;
     private final ConnectionStateListener connectionListener = this::connectionChanged;
-    private final Listeners<Consumer<Optional<Participant>>> listeners;
+    private final OrderedListeners<Consumer<Optional<Participant>>> listeners;
 
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
@@ -61,7 +62,7 @@ public final class LeaderObserver implements AutoCloseable {
     public LeaderObserver(CuratorFramework client, String path) {
         this.client = Arguments.client(client);
         this.path = Arguments.path(path);
-        this.listeners = new Listeners<>(path, new SerialExecutor(ForkJoinPool.commonPool()));
+        this.listeners = new OrderedListeners<>(path, SerialExecutor.onCallbacks());
     }
 
     /** Starts watching. Once only; the client must have been started. */

@@ -1,6 +1,6 @@
 package io.coord.election;
 
-import static io.coord.election.Listeners.logDeparture;
+import static io.coord.election.Departures.logDeparture;
 
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;

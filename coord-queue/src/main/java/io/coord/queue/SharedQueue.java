@@ -2,6 +2,7 @@ package io.coord.queue;
 
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
+import io.coord.core.internal.SingleFlight;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;

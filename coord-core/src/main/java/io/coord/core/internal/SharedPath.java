@@ -15,7 +15,6 @@ import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.locks.ReentrantLock;
-import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
@@ -43,9 +42,8 @@ final class SharedPath {
     // Sequence -> name of nodes known to be gone. Protected names carry a uuid, so one that matches is that node.
     private final ConcurrentSkipListMap<Long, String> deleted = new ConcurrentSkipListMap<>();
     private final ReentrantLock lock = new ReentrantLock();
+    private final SingleFlight<SequenceNode[]> reads = new SingleFlight<>(this::send);
     // Guarded by lock.
-    private boolean inFlight;
-    private CompletableFuture<SequenceNode[]> next;
     private final TreeMap<Long, Integer> pins = new TreeMap<>();
     private final Map<CompletableFuture<SequenceNode[]>, Set<String>> sweeps = new HashMap<>();
     // Guarded by lock. Node name -> the contenders waiting on its one watch.
@@ -86,22 +84,7 @@ final class SharedPath {
 
     /** The queue's sequence nodes, sorted, from a read sent after this call. Completes on the event thread. */
     CompletableFuture<SequenceNode[]> read() {
-        CompletableFuture<SequenceNode[]> mine;
-        lock.lock();
-        try {
-            if (inFlight) {
-                if (next == null) {
-                    next = new CompletableFuture<>();
-                }
-                return next;
-            }
-            inFlight = true;
-            mine = new CompletableFuture<>();
-        } finally {
-            lock.unlock();
-        }
-        send(mine);
-        return mine;
+        return reads.next();
     }
 
     void noteDeleted(SequenceNode node) {
@@ -290,42 +273,24 @@ final class SharedPath {
         deleted.headMap(floor).clear();
     }
 
-    private void send(CompletableFuture<SequenceNode[]> target) {
+    private CompletableFuture<SequenceNode[]> send() {
+        CompletableFuture<SequenceNode[]> answer = new CompletableFuture<>();
         try {
             context.client()
                     .getChildren()
-                    .inBackground((c, event) -> done(target, event))
+                    .inBackground((c, event) -> {
+                        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+                        switch (rc) {
+                            case OK -> answer.complete(sorted(event.getChildren()));
+                            case NONODE -> answer.complete(EMPTY);
+                            default -> answer.completeExceptionally(KeeperException.create(rc, path));
+                        }
+                    })
                     .forPath(path);
         } catch (Exception e) {
-            target.completeExceptionally(e);
-            sendNext();
+            answer.completeExceptionally(e);
         }
-    }
-
-    private void done(CompletableFuture<SequenceNode[]> target, CuratorEvent event) {
-        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
-        // Hand the next read to ZooKeeper before running this one's dependents, so that it is not delayed by them.
-        sendNext();
-        switch (rc) {
-            case OK -> target.complete(sorted(event.getChildren()));
-            case NONODE -> target.complete(EMPTY);
-            default -> target.completeExceptionally(KeeperException.create(rc, path));
-        }
-    }
-
-    private void sendNext() {
-        CompletableFuture<SequenceNode[]> queued;
-        lock.lock();
-        try {
-            queued = next;
-            next = null;
-            inFlight = queued != null;
-        } finally {
-            lock.unlock();
-        }
-        if (queued != null) {
-            send(queued);
-        }
+        return answer;
     }
 
     private static SequenceNode[] sorted(List<String> children) {

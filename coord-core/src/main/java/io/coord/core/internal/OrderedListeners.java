@@ -1,23 +1,21 @@
-package io.coord.election;
+package io.coord.core.internal;
 
-import io.coord.core.internal.LeaseEngine;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Consumer;
-import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The user's listeners of one election object, each with its executor. Changes are handed over through the
- * object's {@link SerialExecutor}, so every listener hears them in the order they happened, and never on
- * ZooKeeper's event thread. A listener that throws is logged and ignored.
+ * The user's listeners of one object (a lease, an election), each with its executor. Changes are handed over
+ * through the object's {@link SerialExecutor}, so every listener hears them in the order they happened, and never on
+ * ZooKeeper's event thread. A listener that throws, or whose executor refuses, is logged and ignored.
  */
-final class Listeners<L> {
-    private static final Logger log = LoggerFactory.getLogger(Listeners.class);
+public final class OrderedListeners<L> {
+    private static final Logger log = LoggerFactory.getLogger(OrderedListeners.class);
 
     private record Registration<L>(L listener, Executor executor) {}
 
@@ -25,12 +23,12 @@ final class Listeners<L> {
     private final Executor serial;
     private final List<Registration<L>> registered = new CopyOnWriteArrayList<>();
 
-    Listeners(String path, Executor serial) {
+    public OrderedListeners(String path, Executor serial) {
         this.path = path;
         this.serial = serial;
     }
 
-    void add(L listener, Executor executor) {
+    public void add(L listener, Executor executor) {
         registered.add(new Registration<>(
                 Objects.requireNonNull(listener, "listener must not be null"),
                 Objects.requireNonNull(executor, "executor must not be null")));
@@ -40,7 +38,7 @@ final class Listeners<L> {
      * Tells every listener registered now. Call it right after the state changed, under the owner's lock, so that
      * changes queue in the order they were made; nothing runs here but an enqueue.
      */
-    void fire(String change, Consumer<L> call) {
+    public void fire(String change, Consumer<L> call) {
         for (Registration<L> r : registered) {
             serial.execute(() -> deliver(r, change, call));
         }
@@ -52,20 +50,15 @@ final class Listeners<L> {
                 try {
                     call.accept(r.listener());
                 } catch (RuntimeException e) {
-                    log.warn("listener {} failed on {} for election {}", r.listener(), change, path, e);
+                    log.warn("listener {} failed on {} for {}", r.listener(), change, path, e);
                 }
             });
         } catch (RejectedExecutionException e) {
-            log.warn("executor of listener {} rejected {} for election {}", r.listener(), change, path, e);
+            log.warn("executor of listener {} rejected {} for {}", r.listener(), change, path, e);
         }
     }
 
-    /** A closed client is an ordinary way to leave an election: say so quietly, and loudly for anything else. */
-    static void logDeparture(Logger log, LeaseEngine engine, String name, Throwable error) {
-        if (engine.client().getState() == CuratorFrameworkState.STOPPED) {
-            log.info("{} left the election: its client was closed", name);
-        } else {
-            log.warn("{} left the election", name, error);
-        }
+    boolean isEmpty() {
+        return registered.isEmpty();
     }
 }

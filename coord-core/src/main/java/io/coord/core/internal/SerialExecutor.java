@@ -1,4 +1,4 @@
-package io.coord.election;
+package io.coord.core.internal;
 
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -9,11 +9,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs tasks one at a time, in the order they were given, on a shared pool. Each election object has one, so that
- * its internal events and its listener deliveries keep their order without owning a thread, and without ever running
+ * Runs tasks one at a time, in the order they were given, on a shared pool. A lease or an election object has one,
+ * so that its events and its listener deliveries keep their order without owning a thread, and without ever running
  * on ZooKeeper's event thread or under a lock of coord's.
  */
-final class SerialExecutor implements Executor {
+public final class SerialExecutor implements Executor {
     private static final Logger log = LoggerFactory.getLogger(SerialExecutor.class);
 
     private final Executor pool;
@@ -22,6 +22,16 @@ final class SerialExecutor implements Executor {
 
     SerialExecutor(Executor pool) {
         this.pool = pool;
+    }
+
+    /** A serial executor on coord's callback pool, the one executor policy of every module. */
+    public static SerialExecutor onCallbacks() {
+        return new SerialExecutor(Executors.USER);
+    }
+
+    /** Nothing queued and nothing running: a task given now would run at once, after nothing. */
+    boolean isIdle() {
+        return !scheduled.get() && tasks.isEmpty();
     }
 
     @Override
@@ -49,7 +59,7 @@ final class SerialExecutor implements Executor {
                 try {
                     task.run();
                 } catch (RuntimeException e) {
-                    log.error("election event task {} failed", task, e);
+                    log.error("coord event task {} failed", task, e);
                 }
             }
         } finally {

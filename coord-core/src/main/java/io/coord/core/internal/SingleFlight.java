@@ -1,4 +1,4 @@
-package io.coord.queue;
+package io.coord.core.internal;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
@@ -8,18 +8,19 @@ import java.util.function.Supplier;
  * Coalesces one kind of read. A caller always gets the answer of a read sent after its call, so it never acts on
  * news older than its question. While one read is in flight, every caller that arrives shares the single next one.
  */
-final class SingleFlight<T> {
+public final class SingleFlight<T> {
     private final Supplier<CompletableFuture<T>> sender;
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
     private CompletableFuture<T> inFlight;
     private CompletableFuture<T> queued;
 
-    SingleFlight(Supplier<CompletableFuture<T>> sender) {
+    public SingleFlight(Supplier<CompletableFuture<T>> sender) {
         this.sender = sender;
     }
 
-    CompletableFuture<T> next() {
+    /** The answer of a read sent after this call: the one in flight is too old, so join or start the next. */
+    public CompletableFuture<T> next() {
         CompletableFuture<T> start;
         lock.lock();
         try {
