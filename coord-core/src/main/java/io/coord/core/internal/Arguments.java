@@ -9,7 +9,7 @@ import org.apache.zookeeper.common.PathUtils;
 /** Argument checks shared by every primitive, with messages that carry the offending value. */
 public final class Arguments {
     /** Largest participant id, in UTF-8 bytes; ids are node data and ride on every participants() reply. */
-    public static final int MAX_PARTICIPANT_ID_BYTES = 64 * 1024;
+    static final int MAX_PARTICIPANT_ID_BYTES = 64 * 1024;
 
     private Arguments() {}
 

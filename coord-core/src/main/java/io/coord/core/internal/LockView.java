@@ -7,10 +7,10 @@ import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
 /** A {@link DistributedLock} seen as a {@link Lock}, bound to threads like its acquire and release. */
-public final class LockView implements Lock {
+final class LockView implements Lock {
     private final DistributedLock lock;
 
-    public LockView(DistributedLock lock) {
+    LockView(DistributedLock lock) {
         this.lock = lock;
     }
 

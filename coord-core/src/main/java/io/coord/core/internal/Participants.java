@@ -16,10 +16,10 @@ import org.apache.zookeeper.Op;
 import org.apache.zookeeper.OpResult;
 
 /** Lists a queue's holders and waiters: one children read, then every node's data in one read-only multi. */
-public final class Participants {
+final class Participants {
     private Participants() {}
 
-    public static List<Participant> read(CuratorFramework client, String path) {
+    static List<Participant> read(CuratorFramework client, String path) {
         try {
             return readOnce(client, path);
         } catch (InterruptedException e) {
