@@ -50,7 +50,7 @@ final class LatchCandidacy {
     // Guarded by lock. Engine calls are made after releasing it: the engine's own locks call back into ours.
     private Phase phase = Phase.LATENT;
     private SuspensionPolicy policy = SuspensionPolicy.PAUSES_LEADERSHIP;
-    private CompletableFuture<Lease> pending;
+    private final TermRequest request;
     private Lease term;
     private Throwable failure;
 
@@ -59,6 +59,7 @@ final class LatchCandidacy {
         this.name = name;
         this.events = events;
         this.listeners = listeners;
+        this.request = new TermRequest(engine, lock);
     }
 
     void start() {
@@ -121,9 +122,8 @@ final class LatchCandidacy {
             if (phase == Phase.CLOSED) {
                 return;
             }
-            waiting = pending;
+            waiting = request.withdraw();
             held = term;
-            pending = null;
             term = null;
             moveTo(Phase.CLOSED); // notLeader() is queued before the node goes
         } finally {
@@ -141,54 +141,22 @@ final class LatchCandidacy {
 
     /** Queues for a term. The grant, and every later state of its lease, is handled on {@link #events}. */
     private void join() {
-        CompletableFuture<Lease> request = engine.acquireAsync();
-        boolean wanted;
-        lock.lock();
-        try {
-            wanted = phase == Phase.WAITING && pending == null && term == null;
-            if (wanted) {
-                pending = request;
-            }
-        } finally {
-            lock.unlock();
-        }
-        if (!wanted) {
-            request.cancel(false); // closed in the meantime
-            return;
-        }
-        request.whenComplete((lease, error) -> events.execute(() -> granted(request, lease, error)));
+        request.send(() -> phase == Phase.WAITING && term == null, events, this::granted);
     }
 
-    private void granted(CompletableFuture<Lease> request, Lease lease, Throwable error) {
-        boolean ours;
-        lock.lock();
-        try {
-            ours = request == pending;
-            if (ours) {
-                pending = null;
-                if (error != null) {
-                    failure = error;
-                    moveTo(Phase.FAILED);
-                } else {
-                    term = lease;
-                }
-            }
-        } finally {
-            lock.unlock();
-        }
-        if (!ours) {
-            if (lease != null) {
-                lease.close(); // granted after close() withdrew it
-            }
-            return;
-        }
+    /** Under {@link #lock}: takes the term, or the failure; returns what to do once the lock is released. */
+    private Runnable granted(Lease lease, Throwable error) {
         if (error != null) {
-            logDeparture(log, engine, name, error);
-            return;
+            failure = error;
+            moveTo(Phase.FAILED);
+            return () -> logDeparture(log, engine, name, error);
         }
-        lease.addStateListener(state -> termChanged(lease, state), events);
-        // The lease may have moved before the listener was added: start from its state now.
-        termChanged(lease, lease.state());
+        term = lease;
+        return () -> {
+            lease.addStateListener(state -> termChanged(lease, state), events);
+            // The lease may have moved before the listener was added: start from its state now.
+            termChanged(lease, lease.state());
+        };
     }
 
     /** Follows the term's lease. Runs on {@link #events}, so states arrive in the order the lease took them. */
@@ -226,7 +194,7 @@ final class LatchCandidacy {
     private void leaveOnFailure(RuntimeException e) {
         lock.lock();
         try {
-            if (phase == Phase.WAITING && pending == null && term == null) {
+            if (phase == Phase.WAITING && !request.isPending() && term == null) {
                 failure = e;
                 moveTo(Phase.FAILED);
             }

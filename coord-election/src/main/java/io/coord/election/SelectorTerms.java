@@ -47,9 +47,9 @@ final class SelectorTerms {
     // Guarded by lock. Engine calls are made after releasing it, because the engine's locks call back into ours.
     private Phase phase = Phase.LATENT;
     private boolean autoRequeue;
-    private CompletableFuture<Lease> pending;
     private Lease term;
     private Thread leaderThread;
+    private final TermRequest request;
 
     SelectorTerms(LeaseEngine engine, String name, LeadershipTask task) {
         this.engine = engine;
@@ -62,6 +62,7 @@ final class SelectorTerms {
             return t;
         });
         runner.allowCoreThreadTimeOut(true);
+        this.request = new TermRequest(engine, lock);
     }
 
     void start() {
@@ -116,8 +117,7 @@ final class SelectorTerms {
             if (phase != Phase.QUEUED) {
                 return false;
             }
-            waiting = pending;
-            pending = null; // a grant already on its way now finds itself unwanted and releases its lease
+            waiting = request.withdraw(); // a grant already on its way finds itself unwanted and releases its lease
             moveTo(Phase.IDLE);
         } finally {
             lock.unlock();
@@ -158,8 +158,7 @@ final class SelectorTerms {
             if (phase == Phase.CLOSED) {
                 return;
             }
-            waiting = pending;
-            pending = null;
+            waiting = request.withdraw();
             moveTo(Phase.CLOSED);
             if (leaderThread != null) {
                 leaderThread.interrupt();
@@ -176,13 +175,13 @@ final class SelectorTerms {
     // ---- terms ----
 
     private void join() {
-        CompletableFuture<Lease> request;
         try {
-            request = engine.acquireAsync();
+            // The grant is handed over on coord's callback thread; the runner, never that thread, runs the task.
+            request.send(() -> phase == Phase.QUEUED, Runnable::run, this::granted);
         } catch (RuntimeException e) {
             lock.lock();
             try {
-                if (phase == Phase.QUEUED && pending == null) {
+                if (phase == Phase.QUEUED && !request.isPending()) {
                     moveTo(Phase.IDLE);
                 }
             } finally {
@@ -190,54 +189,24 @@ final class SelectorTerms {
             }
             throw e;
         }
-        boolean wanted;
-        lock.lock();
-        try {
-            wanted = phase == Phase.QUEUED && pending == null;
-            if (wanted) {
-                pending = request;
-            }
-        } finally {
-            lock.unlock();
-        }
-        if (!wanted) {
-            request.cancel(false); // closed in the meantime
-            return;
-        }
-        request.whenComplete((lease, error) -> granted(request, lease, error));
     }
 
-    /** Runs on coord's callback thread: hands the term to the runner, and never runs the task itself. */
-    private void granted(CompletableFuture<Lease> request, Lease lease, Throwable error) {
-        boolean ours;
-        lock.lock();
-        try {
-            ours = request == pending;
-            if (ours) {
-                pending = null;
-                term = lease;
-                moveTo(error == null ? Phase.LEADING : Phase.IDLE);
-            }
-        } finally {
-            lock.unlock();
-        }
-        if (!ours) {
-            if (lease != null) {
-                lease.close(); // granted after close() withdrew it
-            }
-            return;
-        }
+    /** Under {@link #lock}: takes the term, or the failure; returns what to do once the lock is released. */
+    private Runnable granted(Lease lease, Throwable error) {
+        term = lease;
+        moveTo(error == null ? Phase.LEADING : Phase.IDLE);
         if (error != null) {
-            logDeparture(log, engine, name + " (requeue() to try again)", error);
-            return;
+            return () -> logDeparture(log, engine, name + " (requeue() to try again)", error);
         }
-        // Runs on whichever thread moves the lease, possibly under the engine's locks: it only interrupts.
-        lease.addStateListener(state -> termChanged(lease, state), Runnable::run);
-        try {
-            runner.execute(() -> runTerm(lease));
-        } catch (RejectedExecutionException e) {
-            endTerm(lease); // closed between the grant and now
-        }
+        return () -> {
+            // Runs on whichever thread moves the lease, possibly under the engine's locks: it only interrupts.
+            lease.addStateListener(state -> termChanged(lease, state), Runnable::run);
+            try {
+                runner.execute(() -> runTerm(lease));
+            } catch (RejectedExecutionException e) {
+                endTerm(lease); // closed between the grant and now
+            }
+        };
     }
 
     private void termChanged(Lease lease, LeaseState state) {

@@ -1,0 +1,91 @@
+package io.coord.election;
+
+import io.coord.core.Lease;
+import io.coord.core.internal.LeaseEngine;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The one pending request for a term of an election object (a latch's candidacy, a selector's terms). At most one
+ * is pending; a grant that arrives after the request was withdrawn is released at once. Decisions are made under the
+ * owner's lock, so that the owner's phase and the pending request change together; engine calls are made after it
+ * is released, because the engine's own locks call back into the owner's.
+ */
+final class TermRequest {
+    /** Takes a grant, or the request's failure, under the owner's lock; returns what to do once it is released. */
+    @FunctionalInterface
+    interface Grant {
+        Runnable take(Lease lease, Throwable error);
+    }
+
+    private final LeaseEngine engine;
+    private final ReentrantLock ownerLock;
+    // Guarded by ownerLock.
+    private CompletableFuture<Lease> pending;
+
+    TermRequest(LeaseEngine engine, ReentrantLock ownerLock) {
+        this.engine = engine;
+        this.ownerLock = ownerLock;
+    }
+
+    /**
+     * Queues for a term, unless one is pending or {@code wanted} (read under the owner's lock) says no longer. The
+     * outcome reaches {@code grant} on {@code executor}, only while this request is still the pending one.
+     *
+     * @throws RuntimeException what the engine throws when it cannot queue (a closed client, for example)
+     */
+    void send(BooleanSupplier wanted, Executor executor, Grant grant) {
+        CompletableFuture<Lease> request = engine.acquireAsync();
+        boolean ours;
+        ownerLock.lock();
+        try {
+            ours = pending == null && wanted.getAsBoolean();
+            if (ours) {
+                pending = request;
+            }
+        } finally {
+            ownerLock.unlock();
+        }
+        if (!ours) {
+            request.cancel(false); // closed or withdrawn in the meantime: the engine deletes the node
+            return;
+        }
+        request.whenComplete((lease, error) -> executor.execute(() -> answered(request, lease, error, grant)));
+    }
+
+    /** Under the owner's lock: whether a request is pending. */
+    boolean isPending() {
+        return pending != null;
+    }
+
+    /**
+     * Under the owner's lock: forgets the pending request, so that a grant already on its way finds itself unwanted
+     * and releases its lease. Returns the request, for the caller to cancel once the lock is released (the engine
+     * then withdraws it and deletes its node); null if none was pending.
+     */
+    CompletableFuture<Lease> withdraw() {
+        CompletableFuture<Lease> withdrawn = pending;
+        pending = null;
+        return withdrawn;
+    }
+
+    private void answered(CompletableFuture<Lease> request, Lease lease, Throwable error, Grant grant) {
+        Runnable after = null;
+        ownerLock.lock();
+        try {
+            if (request == pending) {
+                pending = null;
+                after = grant.take(lease, error);
+            }
+        } finally {
+            ownerLock.unlock();
+        }
+        if (after != null) {
+            after.run();
+        } else if (lease != null) {
+            lease.close(); // granted after it was withdrawn
+        }
+    }
+}
