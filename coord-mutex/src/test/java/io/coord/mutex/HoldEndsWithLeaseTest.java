@@ -35,11 +35,14 @@ class HoldEndsWithLeaseTest {
         assertEquals(0, mutex.holdCount());
         assertFalse(mutex.isHeldByCurrentThread());
         assertFalse(mutex.isAcquiredInThisProcess());
-        IllegalMonitorStateException error = assertThrows(IllegalMonitorStateException.class, mutex::release);
-        assertTrue(error.getMessage().contains("does not hold " + path), error.getMessage());
-        assertThrows(IllegalMonitorStateException.class, mutex::lease);
+        IllegalMonitorStateException error = assertThrows(IllegalMonitorStateException.class, mutex::lease);
+        assertEquals(
+                "the current thread (" + Thread.currentThread().getName() + ") does not hold " + path
+                        + "; its lease ended RELEASED",
+                error.getMessage());
 
-        // Acquiring again queues afresh: a new node, and the other client is excluded while it is held.
+        // Acquiring again does not re-enter the ended hold: it queues afresh, with a new node, and the other client
+        // is excluded while it is held.
         assertTrue(mutex.acquire(Duration.ofSeconds(10)));
         assertEquals(1, mutex.holdCount());
         Lease second = mutex.lease();
@@ -50,6 +53,23 @@ class HoldEndsWithLeaseTest {
         assertEquals(LeaseState.RELEASED, second.state());
         assertTrue(other.acquire(Duration.ofSeconds(10)));
         other.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void theReleaseOwedToAnEndedHoldIsAQuietNoOpAndOneMoreThrows() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("owed-release");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        try {
+            mutex.lease().close(); // the work inside try/finally ends the lease itself
+        } finally {
+            mutex.release(); // owed by the acquire above: quiet
+        }
+        IllegalMonitorStateException error = assertThrows(IllegalMonitorStateException.class, mutex::release);
+        assertEquals(
+                "the current thread (" + Thread.currentThread().getName() + ") does not hold " + path,
+                error.getMessage());
         zk.assertNoLeaks(path);
     }
 
@@ -84,8 +104,10 @@ class HoldEndsWithLeaseTest {
 
         assertEquals(0, mutex.holdCount());
         assertFalse(mutex.isHeldByCurrentThread());
-        IllegalMonitorStateException error = assertThrows(IllegalMonitorStateException.class, mutex::release);
-        assertTrue(error.getMessage().contains("does not hold " + path), error.getMessage());
+        IllegalMonitorStateException error = assertThrows(IllegalMonitorStateException.class, mutex::lease);
+        assertTrue(error.getMessage().endsWith("; its lease ended LOST"), error.getMessage());
+        mutex.release(); // owed: a no-op, on the server too
+        assertThrows(IllegalMonitorStateException.class, mutex::release);
         assertTrue(mutex.acquire(Duration.ofSeconds(20)));
         assertTrue(mutex.lease().fencingToken() > lost.fencingToken());
         mutex.release();
@@ -93,8 +115,7 @@ class HoldEndsWithLeaseTest {
     }
 
     @Test
-    void aReleasedDowngradeEndsBothHoldsWhenTheSharedLeaseIsClosed() throws Exception {
-        // The mutex has no partner; closing the lease of a doubly entered hold still ends the whole hold.
+    void closingTheLeaseOfANestedHoldEndsTheWholeHold() throws Exception {
         String path = ZooKeeperFixture.uniquePath("nested-close");
         ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
         mutex.acquire();
@@ -102,6 +123,8 @@ class HoldEndsWithLeaseTest {
         assertEquals(2, mutex.holdCount());
         mutex.lease().close();
         assertEquals(0, mutex.holdCount());
+        mutex.release();
+        mutex.release();
         assertThrows(IllegalMonitorStateException.class, mutex::release);
         zk.assertNoLeaks(path);
     }

@@ -92,7 +92,10 @@ class ReadWriteDeadlineTest {
         assertEquals(0, rw.writeLock().holdCount());
         assertEquals(0, rw.readLock().holdCount());
         assertFalse(rw.readLock().isHeldByCurrentThread());
+        rw.readLock().release(); // the releases owed to the ended holds are quiet
+        rw.writeLock().release();
         assertThrows(IllegalMonitorStateException.class, rw.readLock()::release);
+        assertThrows(IllegalMonitorStateException.class, rw.writeLock()::release);
         assertTrue(other.acquire(Duration.ofSeconds(10)));
         other.release();
         zk.assertNoLeaks(path);

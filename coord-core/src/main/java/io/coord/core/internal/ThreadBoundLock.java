@@ -22,8 +22,10 @@ import java.util.concurrent.locks.Lock;
  * holds only the read lock is refused the write lock, since it would wait behind its own node for ever.
  *
  * <p>A hold ends when its lease ends, however it ends: released by {@link #release()}, closed directly through
- * {@link #lease()}, or lost. From then on the thread does not hold the lock: {@link #holdCount()} is 0, a new
- * {@code acquire} queues afresh, and {@link #release()} throws {@link IllegalMonitorStateException}.
+ * {@link #lease()}, or lost. From then on the thread does not hold the lock: {@link #holdCount()} is 0, {@link
+ * #lease()} throws, and a new {@code acquire} queues afresh with a new node instead of re-entering. The releases the
+ * thread still owes the ended hold (one per acquire, as in {@code try/finally}) are quiet no-ops; one more throws
+ * {@link IllegalMonitorStateException}.
  */
 public final class ThreadBoundLock implements DistributedLock {
     private final LeaseEngine engine;
@@ -80,10 +82,14 @@ public final class ThreadBoundLock implements DistributedLock {
 
     @Override
     public void release() {
-        Hold hold = ownHold();
+        Thread me = Thread.currentThread();
+        Hold hold = holds.get(me);
+        if (hold == null) {
+            throw notHeld(me, null);
+        }
         if (--hold.count == 0) {
-            holds.remove(Thread.currentThread(), hold);
-            if (!partnerShares(hold.lease)) {
+            holds.remove(me, hold);
+            if (isLive(hold.lease) && !partnerShares(hold.lease)) {
                 hold.lease.close();
             }
         }
@@ -136,12 +142,8 @@ public final class ThreadBoundLock implements DistributedLock {
         return getClass().getSimpleName() + "[" + engine.path() + "]";
     }
 
-    /** Records the current thread's new hold, and ends it when its lease ends, however that happens. */
     private void hold(Lease lease) {
-        Thread me = Thread.currentThread();
-        Hold hold = new Hold(lease);
-        holds.put(me, hold);
-        lease.ended().whenComplete((state, error) -> holds.remove(me, hold));
+        holds.put(Thread.currentThread(), new Hold(lease));
     }
 
     /**
@@ -155,31 +157,23 @@ public final class ThreadBoundLock implements DistributedLock {
             hold.count++;
             return true;
         }
+        holds.remove(me); // a hold whose lease ended: the thread queues afresh, and owes it no more releases
         if (readPartner != null && readPartner.liveHold(me) != null) {
             throw new IllegalStateException("the current thread holds the read lock on " + engine.path()
                     + " and would wait behind itself for the write lock; release the read lock first");
         }
         Hold write = writePartner == null ? null : writePartner.liveHold(me);
         if (write != null) {
-            Hold shared = new Hold(write.lease); // downgrade: share the write lock's node
-            holds.put(me, shared);
-            write.lease.ended().whenComplete((state, error) -> holds.remove(me, shared));
+            holds.put(me, new Hold(write.lease)); // downgrade: share the write lock's node
             return true;
         }
         return false;
     }
 
-    /**
-     * The thread's hold while its lease has not ended. A hold whose lease ended is dropped here at once, even before
-     * the lease's end reaches the callback that drops it too.
-     */
+    /** The thread's hold while its lease has not ended; null once it has, whatever releases are still owed. */
     private Hold liveHold(Thread thread) {
         Hold hold = holds.get(thread);
-        if (hold != null && !isLive(hold.lease)) {
-            holds.remove(thread, hold);
-            return null;
-        }
-        return hold;
+        return hold != null && isLive(hold.lease) ? hold : null;
     }
 
     /** HELD, or SUSPECT and possibly HELD again: not yet lost or released. */
@@ -197,13 +191,16 @@ public final class ThreadBoundLock implements DistributedLock {
 
     private Hold ownHold() {
         Thread me = Thread.currentThread();
-        Hold recorded = holds.get(me);
         Hold hold = liveHold(me);
         if (hold == null) {
-            String ended = recorded == null ? "" : "; its lease ended " + recorded.lease.state();
-            throw new IllegalMonitorStateException(
-                    "the current thread (" + me.getName() + ") does not hold " + engine.path() + ended);
+            throw notHeld(me, holds.get(me));
         }
         return hold;
+    }
+
+    private IllegalMonitorStateException notHeld(Thread thread, Hold ended) {
+        String how = ended == null ? "" : "; its lease ended " + ended.lease.state();
+        return new IllegalMonitorStateException(
+                "the current thread (" + thread.getName() + ") does not hold " + engine.path() + how);
     }
 }
