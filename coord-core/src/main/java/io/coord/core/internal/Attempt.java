@@ -6,12 +6,11 @@ import io.coord.core.LeasePredicate.Decision;
 import io.coord.core.SequenceNode;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -33,7 +32,16 @@ final class Attempt implements SharedPath.WatchSubscriber {
     private enum Phase {
         ENTERING,
         WAITING,
-        DONE
+        /** Granted, refused (a one-look attempt) or failed: the result is set. */
+        DONE,
+        /** Given up by the caller (timeout, interrupt, cancel): whatever it created is being deleted. */
+        WITHDRAWN
+    }
+
+    /** Requests of the current generation whose answer has not come back. */
+    private enum InFlight {
+        CREATE,
+        READ
     }
 
     /** What to ask for: how many nodes to hold together, what grants them, and whether to look only once. */
@@ -50,21 +58,10 @@ final class Attempt implements SharedPath.WatchSubscriber {
     // Guarded by lock.
     private Phase phase = Phase.ENTERING;
     private int generation;
-    // Name prefixes (_c_<uuid>-) of every generation: a node carrying one is ours, current or left over.
-    private final List<String> ourPrefixes = new ArrayList<>(1);
-    private boolean withdrawn;
-    private boolean createPending;
-    private boolean readPending;
-    private SequenceNode ourNode; // our last node: the one the predicate places
-    private List<String> ourNames = List.of();
-    private long ourSession;
-    private long ourToken;
-    private SequenceNode[] earlyRead;
-    private SequenceNode[] snapshot;
-    private int ourIndex;
-    private Long pinned;
-    private int staleHits;
-    private final Set<String> pruned = new HashSet<>();
+    private final Set<InFlight> inFlight = EnumSet.noneOf(InFlight.class);
+    private final OwnNodes own = new OwnNodes();
+    private final QueueSnapshot snapshot;
+    private SequenceNode[] earlyRead; // a read that answered before our create did
     // Nodes whose shared watch we wait on. One we no longer need is unsubscribed locally, never removed on the
     // server: ZooKeeper answers the removal of one watcher with a check only, keeping its side of the watch until the
     // node changes, so removing would cost a round trip and gain nothing.
@@ -74,6 +71,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
         this.engine = engine;
         this.context = context;
         this.shared = context.join(engine.path());
+        this.snapshot = new QueueSnapshot(shared);
         this.request = request;
         result.whenComplete((lease, error) -> {
             if (lease == null) {
@@ -94,7 +92,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
             return;
         }
         act(todo -> {
-            if (phase != Phase.DONE) {
+            if (!isOver()) {
                 enter(todo);
             }
         });
@@ -107,7 +105,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
     /** The session died: its nodes are gone, or going, and its watches with them. Queue again on the next one. */
     void sessionLost() {
         act(todo -> {
-            if (phase == Phase.DONE || (ourNode != null && ourSession == context.sessionId())) {
+            if (isOver() || (own.exist() && own.session() == context.sessionId())) {
                 return; // done, or already queued on the new session (LOST can arrive late)
             }
             unwatchAll();
@@ -124,20 +122,13 @@ final class Attempt implements SharedPath.WatchSubscriber {
     private void enter(List<Runnable> todo) {
         deleteOurs(todo);
         int gen = ++generation;
-        // A fresh id per generation: if the parent is recreated and sequences start over, no new name of ours can
-        // equal one already pruned.
-        String prefix = "_c_" + UUID.randomUUID() + "-";
-        ourPrefixes.add(prefix);
+        String prefix = own.newGeneration();
         phase = Phase.ENTERING;
-        ourNode = null;
-        ourNames = List.of();
         earlyRead = null;
-        snapshot = null;
-        unpin();
-        staleHits = 0;
+        snapshot.clear();
         unwatchAll();
-        createPending = true;
-        readPending = true;
+        inFlight.add(InFlight.CREATE);
+        inFlight.add(InFlight.READ);
         todo.add(() -> create(gen, prefix));
         // Pipelined: the read goes out right behind the create, so entering costs one round trip.
         todo.add(() -> read(gen, false));
@@ -165,22 +156,17 @@ final class Attempt implements SharedPath.WatchSubscriber {
                 }
                 // A replayed copy of this create may have landed unseen, even after a sweep at withdrawal. Sweep the
                 // old generations' ids only, unless withdrawn: the current one may name a granted lease.
-                sweepLater(todo, !withdrawn);
+                sweepLater(todo, phase != Phase.WITHDRAWN);
                 return;
             }
-            createPending = false;
+            inFlight.remove(InFlight.CREATE);
             if (rc == KeeperException.Code.OK) {
-                ourNames = made.names();
-                String last = ourNames.get(ourNames.size() - 1);
-                ourNode = SequenceNode.parse(last)
-                        .orElseThrow(() -> new IllegalStateException("not a sequence node: " + last));
-                ourSession = made.session();
-                ourToken = made.token();
+                own.created(made);
                 if (earlyRead != null) {
                     SequenceNode[] read = earlyRead;
                     earlyRead = null;
                     snapshot(read, false, todo);
-                } else if (!readPending) {
+                } else if (!inFlight.contains(InFlight.READ)) {
                     requestRead(todo);
                 }
             } else {
@@ -200,7 +186,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
 
     /** A read sent after our create completed: if our node is missing from it, the node is gone. */
     private void requestRead(List<Runnable> todo) {
-        readPending = true;
+        inFlight.add(InFlight.READ);
         int gen = generation;
         todo.add(() -> read(gen, true));
     }
@@ -208,14 +194,14 @@ final class Attempt implements SharedPath.WatchSubscriber {
     private void read(int gen, boolean authoritative) {
         shared.read()
                 .whenComplete((nodes, error) -> act(todo -> {
-                    if (gen != generation || phase == Phase.DONE) {
+                    if (gen != generation || isOver()) {
                         return;
                     }
-                    readPending = false;
+                    inFlight.remove(InFlight.READ);
                     if (error != null) {
-                        readFailed(gen, unwrap(error), todo);
-                    } else if (ourNode == null) {
-                        if (createPending) {
+                        readFailed(gen, ResultCodes.unwrap(error), todo);
+                    } else if (!own.exist()) {
+                        if (inFlight.contains(InFlight.CREATE)) {
                             earlyRead = nodes; // the create's reply is still on its way
                         }
                     } else {
@@ -226,12 +212,8 @@ final class Attempt implements SharedPath.WatchSubscriber {
 
     private void readFailed(int gen, Throwable error, List<Runnable> todo) {
         if (error instanceof KeeperException ke && isRetryable(ke.code())) {
-            if (!createPending) {
-                retry(gen, todo, t -> {
-                    if (!readPending) {
-                        requestRead(t);
-                    }
-                });
+            if (!inFlight.contains(InFlight.CREATE)) {
+                retry(gen, todo, this::readAgain);
             }
         } else {
             failWith(error, todo);
@@ -239,7 +221,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
     }
 
     private void snapshot(SequenceNode[] nodes, boolean authoritative, List<Runnable> todo) {
-        int index = Arrays.binarySearch(nodes, ourNode);
+        int index = Arrays.binarySearch(nodes, own.last());
         if (index < 0) {
             if (authoritative) {
                 enter(todo); // our node is gone: its session died or somebody deleted it
@@ -248,16 +230,11 @@ final class Attempt implements SharedPath.WatchSubscriber {
             }
             return;
         }
-        snapshot = nodes;
-        ourIndex = index;
-        staleHits = 0;
-        unpin();
-        pinned = nodes[0].sequence();
-        shared.pin(pinned);
+        snapshot.take(nodes, index);
         // Copies of our create that Curator replayed after a lost reply sit before us, under our own id.
-        for (int i = 0; i < index; i++) {
-            if (isOurs(nodes[i]) && !ourNames.contains(nodes[i].name())) {
-                dropStray(nodes[i], todo);
+        for (SequenceNode node : snapshot.before()) {
+            if (own.isStray(node)) {
+                dropStray(node, todo);
             }
         }
         evaluate(todo);
@@ -271,10 +248,10 @@ final class Attempt implements SharedPath.WatchSubscriber {
 
     /** @param woken whether a watched predecessor was just deleted */
     private void evaluate(List<Runnable> todo, boolean woken) {
-        if (phase == Phase.DONE || snapshot == null || readPending) {
+        if (isOver() || !snapshot.isTaken() || inFlight.contains(InFlight.READ)) {
             return;
         }
-        List<SequenceNode> queue = livePrefix();
+        List<SequenceNode> queue = snapshot.livePrefix(own.last());
         Decision decision = request.predicate().evaluate(queue, queue.size() - 1);
         if (decision.granted()) {
             grant(todo);
@@ -293,7 +270,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
             return;
         }
         for (SequenceNode node : decision.watch()) {
-            if (ourNames.contains(node.name())) {
+            if (own.isCurrent(node.name())) {
                 continue; // our own earlier nodes of a multi-node request leave only with us
             }
             if (watching.add(node.name())) {
@@ -302,41 +279,21 @@ final class Attempt implements SharedPath.WatchSubscriber {
         }
     }
 
-    /**
-     * Our predecessors from the snapshot less every node known to be gone, then our node. Predecessors can only
-     * leave after the snapshot was read, never join, so this stays a superset of the live ones, and each predicate
-     * that grants on a superset grants on the real queue too.
-     */
-    private List<SequenceNode> livePrefix() {
-        if (pruned.isEmpty() && !shared.hasKnownDeletions()) {
-            return Arrays.asList(snapshot).subList(0, ourIndex + 1);
-        }
-        List<SequenceNode> live = new ArrayList<>(ourIndex + 1);
-        for (int i = 0; i < ourIndex; i++) {
-            SequenceNode node = snapshot[i];
-            if (!pruned.contains(node.name()) && !shared.isKnownDeleted(node)) {
-                live.add(node);
-            }
-        }
-        live.add(ourNode);
-        return live;
-    }
-
     private void dropStray(SequenceNode node, List<Runnable> todo) {
-        if (pruned.add(node.name())) {
+        if (snapshot.prune(node)) {
             String stray = full(node.name());
             todo.add(() -> context.deleteGuaranteed(stray));
         }
     }
 
     private void grant(List<Runnable> todo) {
-        List<String> paths = ourNames.stream().map(this::full).toList();
-        LeaseImpl lease = context.newLease(paths, ourToken, ourSession);
+        List<String> paths = own.names().stream().map(this::full).toList();
+        LeaseImpl lease = context.newLease(paths, own.token(), own.session());
         if (lease == null) {
             enter(todo); // the nodes belong to a session that is no longer ours: dead or dying
             return;
         }
-        ourNames = List.of(); // the lease owns them now
+        own.take(); // the lease owns them now
         finish(lease, todo);
     }
 
@@ -374,7 +331,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
     @Override
     public void watchAnswered(SequenceNode node, KeeperException.Code rc) {
         act(todo -> {
-            if (phase == Phase.DONE || !watching.contains(node.name())) {
+            if (isOver() || !watching.contains(node.name())) {
                 return; // a watch we no longer need
             }
             int gen = generation;
@@ -382,10 +339,10 @@ final class Attempt implements SharedPath.WatchSubscriber {
                 case OK -> {} // wait for the watch to fire
                 case NONODE -> {
                     unwatch(node.name());
-                    prune(node);
+                    snapshot.prune(node);
                     // One gone node is a race with its owner; a second means the snapshot is stale, and one read
                     // is cheaper than walking it a node at a time.
-                    if (++staleHits > 1) {
+                    if (snapshot.foundStale()) {
                         requestRead(todo);
                     } else {
                         evaluate(todo);
@@ -394,11 +351,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
                 default -> {
                     unwatch(node.name());
                     if (isRetryable(rc)) {
-                        retry(gen, todo, t -> {
-                            if (!readPending) {
-                                requestRead(t);
-                            }
-                        });
+                        retry(gen, todo, this::readAgain);
                     } else {
                         failWith(KeeperException.create(rc, full(node.name())), todo);
                     }
@@ -421,7 +374,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
             String name = ZKPaths.getNodeFromPath(event.getPath());
             unwatch(name); // the shared watch is spent; a re-watch subscribes anew
             if (event.getType() == EventType.NodeDeleted) {
-                SequenceNode.parse(name).ifPresent(this::prune);
+                SequenceNode.parse(name).ifPresent(snapshot::prune);
             }
             if (phase == Phase.WAITING) {
                 evaluate(todo, event.getType() == EventType.NodeDeleted); // re-watches after any other change
@@ -433,9 +386,11 @@ final class Attempt implements SharedPath.WatchSubscriber {
         return decision.watch().get(0).name();
     }
 
-    private void prune(SequenceNode node) {
-        pruned.add(node.name());
-        shared.noteDeleted(node);
+    /** After a failed read or watch, once connected again: read, unless a read is on its way already. */
+    private void readAgain(List<Runnable> todo) {
+        if (!inFlight.contains(InFlight.READ)) {
+            requestRead(todo);
+        }
     }
 
     // ---- leaving ----
@@ -443,8 +398,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
     /** Deletes whatever this attempt created. Runs once the result is anything but a lease. */
     private void withdraw() {
         act(todo -> {
-            phase = Phase.DONE;
-            withdrawn = true;
+            phase = Phase.WITHDRAWN;
             generation++; // a create still in flight now finds itself stale and deletes what it made
             unwatchAll();
             deleteOurs(todo);
@@ -453,8 +407,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
     }
 
     private void sweepLater(List<Runnable> todo, boolean spareCurrent) {
-        List<String> prefixes =
-                List.copyOf(spareCurrent ? ourPrefixes.subList(0, ourPrefixes.size() - 1) : ourPrefixes);
+        List<String> prefixes = own.prefixes(spareCurrent);
         todo.add(() -> shared.sweep(prefixes));
     }
 
@@ -462,7 +415,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
         if (ended.compareAndSet(false, true)) {
             lock.lock();
             try {
-                unpin();
+                snapshot.unpin();
             } finally {
                 lock.unlock();
             }
@@ -471,19 +424,11 @@ final class Attempt implements SharedPath.WatchSubscriber {
         }
     }
 
-    private void unpin() {
-        if (pinned != null) {
-            shared.unpin(pinned);
-            pinned = null;
-        }
-    }
-
     private void deleteOurs(List<Runnable> todo) {
-        for (String name : ourNames) {
+        for (String name : own.take()) {
             String path = full(name);
             todo.add(() -> context.deleteGuaranteed(path));
         }
-        ourNames = List.of();
     }
 
     // ---- plumbing ----
@@ -499,7 +444,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
                 return;
             }
             context.whenConnected(() -> act(t -> {
-                if (gen == generation && phase != Phase.DONE) {
+                if (gen == generation && !isOver()) {
                     step.accept(t);
                 }
             }));
@@ -507,7 +452,9 @@ final class Attempt implements SharedPath.WatchSubscriber {
     }
 
     private void failWith(Throwable cause, List<Runnable> todo) {
-        phase = Phase.DONE;
+        if (phase != Phase.WITHDRAWN) {
+            phase = Phase.DONE;
+        }
         RuntimeException error = context.isClosed()
                 ? ClientContext.closedError(engine.path())
                 : new CoordinationException("ZooKeeper refused a request for " + engine.path() + ": " + cause, cause);
@@ -528,13 +475,9 @@ final class Attempt implements SharedPath.WatchSubscriber {
         todo.forEach(Runnable::run);
     }
 
-    private boolean isOurs(SequenceNode node) {
-        for (String prefix : ourPrefixes) {
-            if (node.name().startsWith(prefix)) {
-                return true;
-            }
-        }
-        return false;
+    /** The result is set, or about to be: nothing more to decide. */
+    private boolean isOver() {
+        return phase == Phase.DONE || phase == Phase.WITHDRAWN;
     }
 
     private String full(String child) {
@@ -548,9 +491,5 @@ final class Attempt implements SharedPath.WatchSubscriber {
                 || rc == KeeperException.Code.SESSIONMOVED
                 // A parent container can be reaped between Curator creating it and our create.
                 || rc == KeeperException.Code.NONODE;
-    }
-
-    private static Throwable unwrap(Throwable error) {
-        return error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
     }
 }

@@ -1,0 +1,83 @@
+package io.coord.core.internal;
+
+import io.coord.core.SequenceNode;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * What one attempt has created: the name prefix of every generation it entered with, and the current generation's
+ * nodes once their create answered. Guarded by the attempt's lock.
+ */
+final class OwnNodes {
+    // Name prefixes (_c_<uuid>-) of every generation: a node carrying one is ours, current or left over.
+    private final List<String> prefixes = new ArrayList<>(1);
+    private List<String> names = List.of();
+    private SequenceNode last; // the node the predicate places
+    private long session;
+    private long token;
+
+    /**
+     * Starts a generation with a fresh id, forgetting the last one's nodes (the caller deletes them first): if the
+     * parent is recreated and sequences start over, no new name of ours can equal one already pruned.
+     */
+    String newGeneration() {
+        names = List.of();
+        last = null;
+        String prefix = "_c_" + UUID.randomUUID() + "-";
+        prefixes.add(prefix);
+        return prefix;
+    }
+
+    void created(NodeCreator.Created made) {
+        names = made.names();
+        String lastName = names.get(names.size() - 1);
+        last = SequenceNode.parse(lastName)
+                .orElseThrow(() -> new IllegalStateException("not a sequence node: " + lastName));
+        session = made.session();
+        token = made.token();
+    }
+
+    /** Whether this generation's create has answered with our nodes. */
+    boolean exist() {
+        return last != null;
+    }
+
+    SequenceNode last() {
+        return last;
+    }
+
+    long session() {
+        return session;
+    }
+
+    long token() {
+        return token;
+    }
+
+    List<String> names() {
+        return names;
+    }
+
+    /** One of this generation's nodes: it leaves only with us. */
+    boolean isCurrent(String name) {
+        return names.contains(name);
+    }
+
+    /** A node under one of our ids that is not one of this generation's: a stray copy of one of our creates. */
+    boolean isStray(SequenceNode node) {
+        return !isCurrent(node.name()) && prefixes.stream().anyMatch(node.name()::startsWith);
+    }
+
+    /** Hands this generation's names over (to a lease, or to be deleted) and forgets them. */
+    List<String> take() {
+        List<String> taken = names;
+        names = List.of();
+        return taken;
+    }
+
+    /** Every generation's prefix, less the current one's if {@code spareCurrent} (it may name a granted lease). */
+    List<String> prefixes(boolean spareCurrent) {
+        return List.copyOf(spareCurrent ? prefixes.subList(0, prefixes.size() - 1) : prefixes);
+    }
+}
