@@ -193,7 +193,7 @@ final class ClaimOps {
      * (and so the claim) lives. The returned future completes on the first answer.
      */
     CompletableFuture<Void> release(String name, long session) {
-        queue.items.names().releasing(name, session);
+        queue.items.names().releasing(name, session, queue.context.sessionId());
         CompletableFuture<Void> firstAnswer = new CompletableFuture<>();
         sendRelease(name, session, firstAnswer);
         return firstAnswer;

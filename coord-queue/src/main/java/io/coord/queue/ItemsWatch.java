@@ -58,7 +58,7 @@ final class ItemsWatch {
 
     /** The delete of our claim made on {@code session} is confirmed: the name is back in play, local waiters too. */
     void released(String name, long session) {
-        if (names.released(name, session, context.sessionId())) {
+        if (names.released(name, session)) {
             signal.fire();
         }
     }

@@ -159,7 +159,7 @@ final class QueueConsumer<T> {
                 throw e;
             }
             if (claim) {
-                queue.items.names().holdHere(name, session);
+                queue.items.names().holdHere(name, session, queue.context.sessionId());
                 return new Taken<>(item, new QueueClaim<>(queue, name, session, item));
             }
             return queue.claims.remove(name, session) ? new Taken<>(item, null) : null;
