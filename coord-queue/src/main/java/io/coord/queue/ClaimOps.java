@@ -54,22 +54,23 @@ final class ClaimOps {
         Layout layout = queue.layout;
         String claimPath = layout.claim(name);
         List<CuratorOp> ops = List.of(
-                Ops.create(client, claimPath, CreateMode.EPHEMERAL, new byte[0]), Ops.check(client, layout.item(name)));
+                TransactionOps.create(client, claimPath, CreateMode.EPHEMERAL, new byte[0]),
+                TransactionOps.check(client, layout.item(name)));
         for (int attempt = 0; attempt < 3; attempt++) {
             long session = queue.context.sessionId();
-            CuratorEvent event = Zk.finish(
+            CuratorEvent event = Requests.finish(
                     queue.context,
                     session,
                     claimPath,
                     cb -> client.transaction().inBackground(cb).forOperations(ops));
-            Code code = Zk.code(event);
+            Code code = Requests.code(event);
             if (code == Code.OK) {
                 // A session that changed across the transaction may own the node: ask the node itself.
                 return withMarker(
                         queue.context.sessionId() == session ? new Claimed(Outcome.OURS, session) : whoHolds(name));
             }
-            int failed = Zk.failedOp(event);
-            if (failed == 0 && code == Code.NODEEXISTS && queue.view.names().deferOnFirstSighting(name)) {
+            int failed = Requests.failedOp(event);
+            if (failed == 0 && code == Code.NODEEXISTS && queue.items.names().deferOnFirstSighting(name)) {
                 // Competing consumers meet here all the time: try the next name, then this one again, without the
                 // extra read. A second sighting asks who holds the claim, which also recognises a claim of our own
                 // that a replay created.
@@ -87,10 +88,10 @@ final class ClaimOps {
                 return new Claimed(Outcome.GONE, 0);
             }
             if (failed == 0 && code == Code.NONODE) {
-                Zk.awaitFully(queue.ensureLayout(), layout.claims()); // the claims parent is missing
+                Requests.awaitFully(queue.ensureLayout(), layout.claims()); // the claims parent is missing
                 continue;
             }
-            throw Zk.failure("claiming", claimPath, code);
+            throw Requests.failure("claiming", claimPath, code);
         }
         return new Claimed(Outcome.CLAIMED_ELSEWHERE, 0);
     }
@@ -111,9 +112,9 @@ final class ClaimOps {
      * held out before the read, so a deletion that fires the watch at once still finds it.
      */
     private Claimed whoHolds(String name) {
-        NameCache names = queue.view.names();
+        NameCache names = queue.items.names();
         CuratorEvent event = queue.readClaimWatched(name);
-        Code code = Zk.code(event);
+        Code code = Requests.code(event);
         long session = queue.context.sessionId();
         if (code == Code.OK && event.getStat().getEphemeralOwner() == session) {
             names.unwatchClaim(name, false);
@@ -134,25 +135,25 @@ final class ClaimOps {
         if (ResultCodes.isInDoubt(code)) {
             return new Claimed(Outcome.SESSION_ENDED, 0);
         }
-        throw Zk.failure("reading", queue.layout.claim(name), code);
+        throw Requests.failure("reading", queue.layout.claim(name), code);
     }
 
     /** Reads a claimed item's stored bytes; null if it vanished under the claim. */
     byte[] read(String name, long session) {
         String itemPath = queue.layout.item(name);
-        CuratorEvent event = Zk.finish(
+        CuratorEvent event = Requests.finish(
                 queue.context,
                 session,
                 itemPath,
                 cb -> queue.context.client().getData().inBackground(cb).forPath(itemPath));
-        Code code = Zk.code(event);
+        Code code = Requests.code(event);
         if (code == Code.OK) {
             return event.getData();
         }
         if (code == Code.NONODE || ResultCodes.isInDoubt(code)) {
             return null;
         }
-        throw Zk.failure("reading", itemPath, code);
+        throw Requests.failure("reading", itemPath, code);
     }
 
     /**
@@ -167,21 +168,23 @@ final class ClaimOps {
         CuratorFramework client = queue.context.client();
         String itemPath = queue.layout.item(name);
         List<CuratorOp> ops = List.of(
-                Ops.check(client, marker), Ops.delete(client, itemPath), Ops.delete(client, queue.layout.claim(name)));
-        CuratorEvent event = Zk.finish(
+                TransactionOps.check(client, marker),
+                TransactionOps.delete(client, itemPath),
+                TransactionOps.delete(client, queue.layout.claim(name)));
+        CuratorEvent event = Requests.finish(
                 queue.context,
                 session,
                 itemPath,
                 cb -> client.transaction().inBackground(cb).forOperations(ops));
-        Code code = Zk.code(event);
-        int failed = Zk.failedOp(event);
+        Code code = Requests.code(event);
+        int failed = Requests.failedOp(event);
         if (code == Code.OK || (failed > 0 && code == Code.NONODE)) {
             return true; // NoNode past a passing marker check: a replay of our own delete, under our live claim
         }
         if (failed == 0 || ResultCodes.isInDoubt(code)) {
             return false; // the session ended
         }
-        throw Zk.failure("removing", itemPath, code);
+        throw Requests.failure("removing", itemPath, code);
     }
 
     /**
@@ -190,7 +193,7 @@ final class ClaimOps {
      * (and so the claim) lives. The returned future completes on the first answer.
      */
     CompletableFuture<Void> release(String name, long session) {
-        queue.view.names().releasing(name, session);
+        queue.items.names().releasing(name, session, queue.context.sessionId());
         CompletableFuture<Void> firstAnswer = new CompletableFuture<>();
         sendRelease(name, session, firstAnswer);
         return firstAnswer;
@@ -201,20 +204,20 @@ final class ClaimOps {
         String marker = queue.marker.existing(session);
         if (marker == null) {
             // The claim died with its session. A newer claim on the item may be someone else's: leave it alone.
-            queue.view.released(name, session);
+            queue.items.released(name, session);
             firstAnswer.complete(null);
             return;
         }
         CuratorFramework client = queue.context.client();
-        List<CuratorOp> ops = List.of(Ops.check(client, marker), Ops.delete(client, claimPath));
-        Zk.call(
+        List<CuratorOp> ops = List.of(TransactionOps.check(client, marker), TransactionOps.delete(client, claimPath));
+        Requests.call(
                         queue.context,
                         claimPath,
                         cb -> client.transaction().inBackground(cb).forOperations(ops))
                 .whenComplete((event, error) -> {
-                    Code code = error == null ? Zk.code(event) : null;
+                    Code code = error == null ? Requests.code(event) : null;
                     if (code == Code.OK || code == Code.NONODE) {
-                        queue.view.released(name, session); // deleted, already gone, or gone with its session
+                        queue.items.released(name, session); // deleted, already gone, or gone with its session
                     } else if (code != null && ResultCodes.isInDoubt(code) && queue.context.sessionId() == session) {
                         // Sent again from coord's retry thread once connected; sending never blocks.
                         queue.context.whenConnected(() -> sendRelease(name, session, firstAnswer));

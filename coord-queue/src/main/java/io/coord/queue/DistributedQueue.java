@@ -28,7 +28,7 @@ import org.apache.zookeeper.data.Stat;
  * <p>Items are PERSISTENT_SEQUENTIAL znodes {@code <path>/items/qn-<seq>} and come out in sequence order. Each item
  * goes to exactly one of {@code poll}, {@code take} or an acknowledged {@code claim}. A claimed item is invisible to
  * every other consumer until it is acknowledged, closed, or its claimer's session dies. The znode layout and the
- * request protocol are described in the classes {@code Layout}, {@code ClaimOps}, {@code Producer} and
+ * request protocol are described in the classes {@code Layout}, {@code ClaimOps}, {@code QueueProducer} and
  * {@code ItemCodec}.
  *
  * <p>{@code capacity} counts every item in the queue, claimed ones included, as the item parent's child count. A
@@ -58,16 +58,16 @@ public final class DistributedQueue<T> {
     private final QueueSerializer<T> serializer;
     private final int capacity;
     private final SharedQueue queue;
-    private final Producer producer;
-    private final Consumer<T> consumer;
+    private final QueueProducer producer;
+    private final QueueConsumer<T> consumer;
 
     private DistributedQueue(Builder<T> builder) {
         this.path = builder.path;
         this.serializer = builder.serializer;
         this.capacity = builder.capacity;
         this.queue = SharedQueue.of(ClientContext.of(builder.client), builder.path);
-        this.producer = new Producer(queue, capacity);
-        this.consumer = new Consumer<>(queue, serializer);
+        this.producer = new QueueProducer(queue, capacity);
+        this.consumer = new QueueConsumer<>(queue, serializer);
     }
 
     public static <T> Builder<T> builder(CuratorFramework client, String path, QueueSerializer<T> serializer) {
@@ -211,7 +211,7 @@ public final class DistributedQueue<T> {
 
     /** Items in the queue, claimed ones included: the item parent's child count, one read. */
     public int size() {
-        Stat stat = Zk.awaitFully(queue.counts.next(), queue.layout.items());
+        Stat stat = Requests.awaitFully(queue.counts.next(), queue.layout.items());
         return stat == null ? 0 : stat.getNumChildren();
     }
 
@@ -224,7 +224,7 @@ public final class DistributedQueue<T> {
      */
     public Optional<Claim<T>> claim(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
-        Consumer.Taken<T> taken = consumer.consume(true, Deadline.after(timeout));
+        QueueConsumer.Taken<T> taken = consumer.consume(true, Deadline.after(timeout));
         return taken == null ? Optional.empty() : Optional.of(taken.claim());
     }
 
@@ -233,7 +233,7 @@ public final class DistributedQueue<T> {
         return "DistributedQueue[" + path + ", capacity " + capacity + "]";
     }
 
-    private static <T> T item(Consumer.Taken<T> taken) {
+    private static <T> T item(QueueConsumer.Taken<T> taken) {
         return taken == null ? null : taken.item();
     }
 

@@ -17,7 +17,7 @@ import java.util.UUID;
  * </pre>
  *
  * The token lets a producer whose session died in the middle of a write find out whether the write landed before
- * writing again (see Producer). Data without the header, written by something else, is handed to the serializer
+ * writing again (see QueueProducer). Data without the header, written by something else, is handed to the serializer
  * whole.
  *
  * <p>Limits come from {@code jute.maxbuffer} (default 0xfffff = 1,048,575 bytes), read in this JVM: ZooKeeper

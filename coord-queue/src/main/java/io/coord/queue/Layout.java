@@ -23,7 +23,6 @@ final class Layout {
     static final String ITEM_PREFIX = "qn-";
     private static final int SEQUENCE_DIGITS = 10;
 
-    private final String path;
     private final String items;
     private final String claims;
     private final String sessions;
@@ -31,17 +30,12 @@ final class Layout {
     private final int slotPathBytes;
 
     Layout(String path, String namespace) {
-        this.path = path;
         this.items = ZKPaths.makePath(path, "items");
         this.claims = ZKPaths.makePath(path, "claims");
         this.sessions = ZKPaths.makePath(path, "sessions");
         // Sizes as the server sees them: with the namespace, and with the sequence the server appends.
         this.itemPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, itemPrefix())) + SEQUENCE_DIGITS;
         this.slotPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, newWriterSlot()));
-    }
-
-    String path() {
-        return path;
     }
 
     String items() {

@@ -1,46 +1,51 @@
 package io.coord.queue;
 
 import io.coord.core.SequenceNode;
+import io.coord.queue.NameState.Event;
+import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The item names the consumers of one path in one client still have to try, in sequence order, and the names held
- * out of play. Each name is handed to one local consumer at a time. A name is held out while a local consumer tries
- * it, while another client's claim on it is watched, while a claim of ours holds it, and while our claim on it is
- * being deleted; a children read never brings such a name back.
+ * The item names the consumers of one path in one client know of, each in one {@link NameState}; the candidates are
+ * tried in sequence order. Each name is handed to one local consumer at a time. A name is held out while a local
+ * consumer tries it, while another client's claim on it is watched, while a claim of ours holds it, and while our
+ * claim on it is being deleted; a children read never brings such a name back.
  *
  * <p>Our claims are kept by name and session, as the server keeps them: a claim node is ours only while the session
  * that made it lives, and a claim of an ended session must never speak for a newer claim on the same item.
  */
 final class NameCache {
-    /** A claim of ours: the item's name and the session whose ephemeral node holds it. */
-    private record Hold(String name, long session) {}
+    /** One name: its state, the session of our claim on it (HELD_HERE, RELEASING), and whether it was seen claimed. */
+    private static final class Entry {
+        NameState state = NameState.OUT_OF_PLAY;
+        long session;
+        /** A claim attempt found it claimed; cleared once it is taken, or once a read no longer lists it. */
+        boolean seenClaimed;
+    }
 
     private final ReentrantLock lock = new ReentrantLock();
-    // Guarded by lock.
+    // Guarded by lock. Names out of play that carry nothing worth keeping have no entry.
+    private final Map<String, Entry> entries = new HashMap<>();
+    // Guarded by lock, and written by move() alone: indexes of entries, the CANDIDATE names in sequence order and
+    // the names that stepped aside (DEFERRED, STEPPING_ASIDE).
     private final TreeSet<SequenceNode> candidates = new TreeSet<>();
-    private final Set<String> attempting = new HashSet<>();
-    private final Set<String> claimedElsewhere = new HashSet<>();
-    private final Set<Hold> heldHere = new HashSet<>();
-    private final Set<Hold> releasing = new HashSet<>();
-    private final Set<String> seenClaimed = new HashSet<>();
-    private final Set<String> deferred = new HashSet<>();
+    private final Set<String> steppedAside = new HashSet<>();
 
     /** Reserves the first name for the caller until {@link #attempted}; null when none is cached. */
     String next() {
         lock.lock();
         try {
-            SequenceNode head = candidates.pollFirst();
-            if (head == null) {
+            if (candidates.isEmpty()) {
                 return null;
             }
-            attempting.add(head.name());
-            return head.name();
+            String head = candidates.first().name();
+            move(head, Event.HANDED_OUT);
+            return head;
         } finally {
             lock.unlock();
         }
@@ -69,12 +74,10 @@ final class NameCache {
     void attempted(String name) {
         lock.lock();
         try {
-            attempting.remove(name);
-            for (Iterator<String> it = deferred.iterator(); it.hasNext(); ) {
-                String stepped = it.next();
+            move(name, Event.ATTEMPT_ENDED);
+            for (String stepped : List.copyOf(steppedAside)) {
                 if (!stepped.equals(name)) {
-                    candidates.add(Layout.node(stepped));
-                    it.remove();
+                    move(stepped, Event.ANOTHER_ATTEMPT_ENDED);
                 }
             }
         } finally {
@@ -86,7 +89,7 @@ final class NameCache {
     void forget(String name) {
         lock.lock();
         try {
-            candidates.remove(Layout.node(name));
+            move(name, Event.ITEM_GONE);
         } finally {
             lock.unlock();
         }
@@ -100,11 +103,16 @@ final class NameCache {
     boolean deferOnFirstSighting(String name) {
         lock.lock();
         try {
-            if (seenClaimed.add(name) && !candidates.isEmpty()) {
-                deferred.add(name);
-                return true;
+            Entry entry = entries.computeIfAbsent(name, n -> new Entry());
+            if (entry.seenClaimed) {
+                return false;
             }
-            return false;
+            entry.seenClaimed = true;
+            if (candidates.isEmpty()) {
+                return false;
+            }
+            move(name, Event.FIRST_SIGHTING);
+            return true;
         } finally {
             lock.unlock();
         }
@@ -114,7 +122,11 @@ final class NameCache {
     void settled(String name) {
         lock.lock();
         try {
-            seenClaimed.remove(name);
+            Entry entry = entries.get(name);
+            if (entry != null) {
+                entry.seenClaimed = false;
+                dropIfEmpty(name, entry);
+            }
         } finally {
             lock.unlock();
         }
@@ -124,8 +136,7 @@ final class NameCache {
     void watchClaim(String name) {
         lock.lock();
         try {
-            candidates.remove(Layout.node(name));
-            claimedElsewhere.add(name);
+            move(name, Event.WATCHING_CLAIM);
         } finally {
             lock.unlock();
         }
@@ -135,22 +146,17 @@ final class NameCache {
     boolean unwatchClaim(String name, boolean requeue) {
         lock.lock();
         try {
-            boolean requeued = claimedElsewhere.remove(name) && requeue;
-            if (requeued) {
-                candidates.add(Layout.node(name));
-            }
-            return requeued;
+            return move(name, requeue ? Event.CLAIM_DELETED : Event.CLAIM_ANSWERED) && requeue;
         } finally {
             lock.unlock();
         }
     }
 
-    /** A claim of ours, made on {@code session}, holds the name. */
-    void holdHere(String name, long session) {
+    /** A claim of ours, made on {@code session}, holds the name; {@code current} is the client's session now. */
+    void holdHere(String name, long session, long current) {
         lock.lock();
         try {
-            heldHere.add(new Hold(name, session));
-            candidates.remove(Layout.node(name));
+            move(name, Event.HELD, session, current);
         } finally {
             lock.unlock();
         }
@@ -160,7 +166,8 @@ final class NameCache {
     boolean holds(String name, long session) {
         lock.lock();
         try {
-            return heldHere.contains(new Hold(name, session));
+            Entry entry = entries.get(name);
+            return entry != null && entry.state == NameState.HELD_HERE && entry.session == session;
         } finally {
             lock.unlock();
         }
@@ -170,35 +177,30 @@ final class NameCache {
     void dropHeld(String name, long session) {
         lock.lock();
         try {
-            heldHere.remove(new Hold(name, session));
+            move(name, Event.HOLD_ENDED, session, 0);
         } finally {
             lock.unlock();
         }
     }
 
     /** Our claim on the name, made on {@code session}, is being deleted: it comes back once the delete is confirmed. */
-    void releasing(String name, long session) {
+    void releasing(String name, long session, long current) {
         lock.lock();
         try {
-            Hold hold = new Hold(name, session);
-            heldHere.remove(hold);
-            releasing.add(hold);
+            move(name, Event.RELEASING, session, current);
         } finally {
             lock.unlock();
         }
     }
 
     /**
-     * The delete of the claim made on {@code session} is confirmed. The name comes back unless a newer claim of ours,
-     * made on the {@code current} session, holds it. Returns true if it came back.
+     * The delete of the claim made on {@code session} is confirmed. The name comes back unless a newer claim of ours
+     * holds it. Returns true if it came back.
      */
-    boolean released(String name, long session, long current) {
+    boolean released(String name, long session) {
         lock.lock();
         try {
-            if (!releasing.remove(new Hold(name, session)) || heldHere.contains(new Hold(name, current))) {
-                return false;
-            }
-            return candidates.add(Layout.node(name));
+            return move(name, Event.RELEASED, session, 0);
         } finally {
             lock.unlock();
         }
@@ -207,14 +209,19 @@ final class NameCache {
     /** Adds the listed names not held out on the {@code current} session. Returns true if any was new. */
     boolean merge(List<String> children, long current) {
         boolean added = false;
+        Set<String> listed = new HashSet<>(children);
         lock.lock();
         try {
-            seenClaimed.retainAll(children); // forget items that are gone
-            deferred.clear(); // listed ones come back below, the others are gone
+            for (String name : List.copyOf(entries.keySet())) {
+                if (!listed.contains(name)) { // the item is gone
+                    entries.get(name).seenClaimed = false;
+                    move(name, Event.NOT_LISTED);
+                }
+            }
             for (String child : children) {
                 // A claim of another session died with it: its name is free again, and is listed like any other.
-                if (!isHeldOut(child, current)) {
-                    added |= Layout.parse(child).map(candidates::add).orElse(false);
+                if (Layout.parse(child).isPresent()) {
+                    added |= move(child, Event.LISTED, 0, current) && entries.get(child).state == NameState.CANDIDATE;
                 }
             }
         } finally {
@@ -231,34 +238,66 @@ final class NameCache {
     void sessionEnded(long current) {
         lock.lock();
         try {
-            claimedElsewhere.forEach(n -> candidates.add(Layout.node(n)));
-            claimedElsewhere.clear();
-            requeueUnless(heldHere, current);
-            requeueUnless(releasing, current);
+            for (String name : List.copyOf(entries.keySet())) {
+                move(name, Event.SESSION_ENDED, 0, current);
+            }
         } finally {
             lock.unlock();
         }
     }
 
     // Guarded by lock.
-    private boolean isHeldOut(String name, long current) {
-        Hold ours = new Hold(name, current);
-        return attempting.contains(name)
-                || claimedElsewhere.contains(name)
-                || heldHere.contains(ours)
-                || releasing.contains(ours);
+    private boolean move(String name, Event event) {
+        return move(name, event, 0, 0);
+    }
+
+    /**
+     * Guarded by lock. Every change of state goes through here, as {@link NameState#on} says, and keeps the indexes in
+     * step. Returns true if the state changed.
+     */
+    private boolean move(String name, Event event, long session, long current) {
+        Entry entry = entries.get(name);
+        NameState from = entry == null ? NameState.OUT_OF_PLAY : entry.state;
+        NameState to = from.on(event, entry == null ? 0 : entry.session, session, current);
+        if (to == null) {
+            if (entry != null) {
+                dropIfEmpty(name, entry);
+            }
+            return false;
+        }
+        if (entry == null) {
+            entry = new Entry();
+            entries.put(name, entry);
+        }
+        index(name, from, false);
+        entry.state = to;
+        entry.session = to == NameState.HELD_HERE || to == NameState.RELEASING ? session : 0;
+        index(name, to, true);
+        dropIfEmpty(name, entry);
+        return true;
     }
 
     // Guarded by lock.
-    private void requeueUnless(Set<Hold> holds, long current) {
-        for (Iterator<Hold> it = holds.iterator(); it.hasNext(); ) {
-            Hold hold = it.next();
-            if (hold.session() != current) {
-                it.remove();
-                if (!isHeldOut(hold.name(), current)) {
-                    candidates.add(Layout.node(hold.name()));
-                }
-            }
+    private void index(String name, NameState state, boolean add) {
+        switch (state) {
+            case CANDIDATE -> update(candidates, Layout.node(name), add);
+            case DEFERRED, STEPPING_ASIDE -> update(steppedAside, name, add);
+            default -> {}
+        }
+    }
+
+    private static <E> void update(Set<E> index, E element, boolean add) {
+        if (add) {
+            index.add(element);
+        } else {
+            index.remove(element);
+        }
+    }
+
+    // Guarded by lock.
+    private void dropIfEmpty(String name, Entry entry) {
+        if (entry.state == NameState.OUT_OF_PLAY && !entry.seenClaimed) {
+            entries.remove(name);
         }
     }
 }

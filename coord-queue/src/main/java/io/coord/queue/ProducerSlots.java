@@ -18,7 +18,7 @@ import org.apache.zookeeper.KeeperException.Code;
  * the write landed. Only the slot's borrower writes it, so its version is known exactly between writes.
  *
  * <p>A slot dies with its session. A write whose slot vanished may or may not have landed; the producer then looks
- * for its token among the items (see Producer).
+ * for its token among the items (see QueueProducer).
  */
 final class ProducerSlots {
     /** One slot: the znode, the session that owns it, and its data version as of the last write. */
@@ -84,14 +84,14 @@ final class ProducerSlots {
             }
             if (code == Code.NONODE) {
                 try {
-                    Zk.awaitWithin(queue.ensureLayout(), deadline, queue.layout.sessions());
+                    Requests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.sessions());
                 } catch (TimeoutException e) {
                     return null;
                 }
                 continue;
             }
             if (!ResultCodes.isInDoubt(code)) {
-                throw Zk.failure("creating", path, code);
+                throw Requests.failure("creating", path, code);
             }
         }
         throw new CoordinationException(
@@ -106,7 +106,7 @@ final class ProducerSlots {
      */
     private Code send(String path, long session, Deadline deadline) throws InterruptedException, TimeoutException {
         while (true) {
-            CompletableFuture<CuratorEvent> answer = Zk.call(
+            CompletableFuture<CuratorEvent> answer = Requests.call(
                     queue.context,
                     path,
                     cb -> queue.context
@@ -117,9 +117,9 @@ final class ProducerSlots {
                             .forPath(path, new byte[0]));
             Code code;
             try {
-                code = Zk.code(Zk.awaitWithin(answer, deadline, path));
+                code = Requests.code(Requests.awaitWithin(answer, deadline, path));
             } catch (TimeoutException | InterruptedException e) {
-                answer.thenAccept(late -> adopt(path, session, Zk.code(late)));
+                answer.thenAccept(late -> adopt(path, session, Requests.code(late)));
                 throw e;
             }
             if (!ResultCodes.isInDoubt(code) || queue.context.sessionId() != session) {
@@ -128,7 +128,7 @@ final class ProducerSlots {
             // The create may have landed: send it again once connected, or delete it if the caller gives up first.
             try {
                 if (!deadline.allowsWaiting()) {
-                    Zk.awaitFully(queue.context.connected(), path);
+                    Requests.awaitFully(queue.context.connected(), path);
                 } else if (!queue.context.awaitConnected(deadline)) {
                     queue.context.deleteGuaranteed(path);
                     throw new TimeoutException("no connection to create " + path);

@@ -52,7 +52,7 @@ final class QueueClaim<T> implements Claim<T> {
             }
             boolean removed = queue.context.sessionId() == session && queue.claims.remove(name, session);
             state = removed ? State.ACKED : State.LOST;
-            queue.view.names().dropHeld(name, session); // only this claim's record: a newer one may hold the name
+            queue.items.names().dropHeld(name, session); // only this claim's record: a newer one may hold the name
             return removed;
         } finally {
             lock.unlock();
@@ -70,12 +70,12 @@ final class QueueClaim<T> implements Claim<T> {
             if (queue.context.sessionId() != session) {
                 // The claim died with its session, and the name came back then. A newer claim on the item, ours or
                 // anyone's, is not this one's to release.
-                queue.view.names().dropHeld(name, session);
+                queue.items.names().dropHeld(name, session);
                 return;
             }
             // Waits for the first answer only, so that a poll right after close() finds the item at the head; a
             // delete that cannot reach the server keeps trying after reconnecting, while the claim lives.
-            Zk.awaitFully(queue.claims.release(name, session), queue.layout.claim(name));
+            Requests.awaitFully(queue.claims.release(name, session), queue.layout.claim(name));
         } finally {
             lock.unlock();
         }

@@ -17,7 +17,7 @@ import org.apache.zookeeper.Watcher.Event.EventType;
 final class RoomWatch implements Watcher {
     private final ClientContext context;
     private final String items;
-    private final Signal signal = new Signal();
+    private final ChangeSignal signal = new ChangeSignal();
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
     private int waiters;
@@ -63,7 +63,7 @@ final class RoomWatch implements Watcher {
         } finally {
             lock.unlock();
         }
-        Zk.call(
+        Requests.call(
                         context,
                         items,
                         cb -> context.client()
@@ -74,7 +74,7 @@ final class RoomWatch implements Watcher {
                                 .usingWatcher(this)
                                 .forPath(items))
                 .whenComplete((event, error) -> {
-                    boolean ok = error == null && Zk.code(event) == Code.OK;
+                    boolean ok = error == null && Requests.code(event) == Code.OK;
                     lock.lock();
                     try {
                         arming = null;
@@ -86,7 +86,7 @@ final class RoomWatch implements Watcher {
                         added.complete(null);
                     } else {
                         added.completeExceptionally(
-                                error != null ? error : Zk.failure("watching", items, Zk.code(event)));
+                                error != null ? error : Requests.failure("watching", items, Requests.code(event)));
                     }
                 });
         return added;
@@ -107,7 +107,7 @@ final class RoomWatch implements Watcher {
             lock.unlock();
         }
         if (remove) {
-            Zk.call(
+            Requests.call(
                     context,
                     items,
                     cb -> context.client()

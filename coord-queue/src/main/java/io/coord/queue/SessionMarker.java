@@ -60,7 +60,7 @@ final class SessionMarker {
     private String create(long owner) {
         for (int attempt = 0; attempt < 3; attempt++) {
             String marker = queue.layout.newSessionMarker();
-            CuratorEvent event = Zk.finish(
+            CuratorEvent event = Requests.finish(
                     queue.context,
                     owner,
                     marker,
@@ -70,7 +70,7 @@ final class SessionMarker {
                             .withMode(CreateMode.EPHEMERAL)
                             .inBackground(cb)
                             .forPath(marker, new byte[0]));
-            Code code = Zk.code(event);
+            Code code = Requests.code(event);
             if (queue.context.sessionId() != owner) {
                 return null; // the node, if any, belongs to a newer session: useless as proof of this one
             }
@@ -78,10 +78,10 @@ final class SessionMarker {
                 return marker; // NodeExists: a replay of our own create, since the name is ours alone
             }
             if (code == Code.NONODE) {
-                Zk.awaitFully(queue.ensureLayout(), queue.layout.sessions());
+                Requests.awaitFully(queue.ensureLayout(), queue.layout.sessions());
                 continue;
             }
-            throw Zk.failure("creating", marker, code);
+            throw Requests.failure("creating", marker, code);
         }
         throw new CoordinationException("could not create a session marker under " + queue.layout.sessions());
     }

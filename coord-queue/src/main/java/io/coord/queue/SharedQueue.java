@@ -18,7 +18,7 @@ import org.apache.zookeeper.data.Stat;
 final class SharedQueue {
     final ClientContext context;
     final Layout layout;
-    final ItemsView view;
+    final ItemsWatch items;
     final ClaimOps claims;
     final SessionMarker marker;
     final RoomWatch room;
@@ -40,7 +40,7 @@ final class SharedQueue {
     private SharedQueue(ClientContext context, String path) {
         this.context = context;
         this.layout = new Layout(path, context.client().getNamespace());
-        this.view = new ItemsView(context, layout);
+        this.items = new ItemsWatch(context, layout);
         this.claims = new ClaimOps(this);
         this.marker = new SessionMarker(this);
         this.room = new RoomWatch(context, layout.items());
@@ -59,12 +59,12 @@ final class SharedQueue {
             case SUSPENDED -> {} // watches and ephemeral znodes live on unless the session ends
             case RECONNECTED -> {
                 // Same session: our claims and watches survived. Waiters look again, now that requests can go out.
-                view.reconnected();
+                items.reconnected();
                 room.connectionChanged(false);
             }
             case SESSION_ENDED, NEW_SESSION, CLOSED -> {
                 // Our watches and claims died with the session; on close, waiters wake to fail on their next request.
-                view.sessionEnded(context.sessionId());
+                items.sessionEnded(context.sessionId());
                 room.connectionChanged(true);
             }
         }
@@ -72,7 +72,7 @@ final class SharedQueue {
 
     private CompletableFuture<Void> ensure(String parent) {
         CuratorFramework client = context.client();
-        return Zk.call(
+        return Requests.call(
                         context,
                         parent,
                         cb -> client.create()
@@ -80,22 +80,22 @@ final class SharedQueue {
                                 .inBackground(cb)
                                 .forPath(parent))
                 .thenAccept(event -> {
-                    Code code = Zk.code(event);
+                    Code code = Requests.code(event);
                     if (code != Code.OK && code != Code.NODEEXISTS) {
-                        throw Zk.failure("creating", parent, code);
+                        throw Requests.failure("creating", parent, code);
                     }
                 });
     }
 
     private CompletableFuture<Stat> readCount() {
-        return Zk.call(
+        return Requests.call(
                         context,
                         layout.items(),
                         cb -> context.client().checkExists().inBackground(cb).forPath(layout.items()))
-                .thenApply(event -> switch (Zk.code(event)) {
+                .thenApply(event -> switch (Requests.code(event)) {
                     case OK -> event.getStat();
                     case NONODE -> null;
-                    default -> throw Zk.failure("reading the size of", layout.items(), Zk.code(event));
+                    default -> throw Requests.failure("reading the size of", layout.items(), Requests.code(event));
                 });
     }
 
@@ -105,15 +105,15 @@ final class SharedQueue {
      * that fires the watch at once still finds it.
      */
     CuratorEvent readClaimWatched(String name) {
-        view.names().watchClaim(name);
+        items.names().watchClaim(name);
         String claimPath = layout.claim(name);
-        return Zk.awaitFully(
-                Zk.call(
+        return Requests.awaitFully(
+                Requests.call(
                         context,
                         claimPath,
                         cb -> context.client()
                                 .getData()
-                                .usingWatcher(view.claimsWatcher())
+                                .usingWatcher(items.claimsWatcher())
                                 .inBackground(cb)
                                 .forPath(claimPath)),
                 claimPath);

@@ -87,7 +87,7 @@ class QueueFaultTest {
         CuratorFramework client = zk.newClient();
         SharedQueue shared = SharedQueue.of(ClientContext.of(client), path);
         shared.ensureLayout().get(10, TimeUnit.SECONDS);
-        Producer producer = new Producer(shared, 100);
+        QueueProducer producer = new QueueProducer(shared, 100);
         byte[] token = ItemCodec.newToken();
         List<byte[]> stored = List.of(ItemCodec.encode(token, "once".getBytes(StandardCharsets.UTF_8)));
         assertTrue(producer.commit(shared.slots.borrow(Deadline.forever()), stored, token, 0));

@@ -15,13 +15,16 @@ import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.KeeperException.Code;
 
 /**
- * Every request goes out in the background and its answer comes back as a future, so that a waiting thread can be
+ * How the queue talks to ZooKeeper: requests sent in the background with their answers as futures, waits on those
+ * futures, resending until the outcome is known, and failures named after the path.
+ *
+ * <p>Every request goes out in the background and its answer comes back as a future, so that a waiting thread can be
  * interrupted, or give up at its deadline, without abandoning a write it already sent. Curator retries each request
  * on connection loss under the client's retry policy; the callbacks only complete futures, so ZooKeeper's event
  * thread never blocks.
  */
-final class Zk {
-    private Zk() {}
+final class Requests {
+    private Requests() {}
 
     @FunctionalInterface
     interface Call {

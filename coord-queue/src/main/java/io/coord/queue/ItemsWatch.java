@@ -18,11 +18,11 @@ import org.apache.zookeeper.Watcher.Event.EventType;
  * items costs O(N) requests. Reads are coalesced: waiters woken by one event share one read, and a consumer that
  * still has names reads nothing. The watch is left only while someone waits; the last waiter to leave removes it.
  */
-final class ItemsView {
+final class ItemsWatch {
     private final ClientContext context;
     private final Layout layout;
     private final NameCache names = new NameCache();
-    private final Signal signal = new Signal();
+    private final ChangeSignal signal = new ChangeSignal();
     private final Watcher itemsWatcher = this::itemsChanged;
     private final Watcher claimsWatcher = this::claimChanged;
     private final ReentrantLock lock = new ReentrantLock();
@@ -39,7 +39,7 @@ final class ItemsView {
         boolean watched;
     }
 
-    ItemsView(ClientContext context, Layout layout) {
+    ItemsWatch(ClientContext context, Layout layout) {
         this.context = context;
         this.layout = layout;
     }
@@ -58,7 +58,7 @@ final class ItemsView {
 
     /** The delete of our claim made on {@code session} is confirmed: the name is back in play, local waiters too. */
     void released(String name, long session) {
-        if (names.released(name, session, context.sessionId())) {
+        if (names.released(name, session)) {
             signal.fire();
         }
     }
@@ -164,7 +164,7 @@ final class ItemsView {
         }
         CuratorFramework client = context.client();
         String items = layout.items();
-        Zk.call(context, items, cb -> {
+        Requests.call(context, items, cb -> {
                     if (read.watched) {
                         client.getChildren()
                                 .usingWatcher(itemsWatcher)
@@ -178,7 +178,7 @@ final class ItemsView {
     }
 
     private void answered(Read read, long generation, CuratorEvent event, Throwable error) {
-        Code code = error == null ? Zk.code(event) : null;
+        Code code = error == null ? Requests.code(event) : null;
         boolean added = code == Code.OK && names.merge(event.getChildren(), context.sessionId());
         Read next;
         lock.lock();
@@ -211,14 +211,14 @@ final class ItemsView {
         } else if (code == Code.OK || code == Code.NONODE) {
             read.answer.complete(code == Code.OK);
         } else {
-            read.answer.completeExceptionally(Zk.failure("listing", layout.items(), code));
+            read.answer.completeExceptionally(Requests.failure("listing", layout.items(), code));
         }
     }
 
     private void removeWatch() {
         CuratorFramework client = context.client();
         // removeAll: removing one watcher only drops it locally and leaves the server's watch in place.
-        Zk.call(
+        Requests.call(
                         context,
                         layout.items(),
                         cb -> client.watchers()

@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * did not let them proceed. A change that lands between the look and the wait has already completed the snapshot,
  * so no wake-up is ever lost. Firing is cheap and never blocks, so watchers on ZooKeeper's event thread may do it.
  */
-final class Signal {
+final class ChangeSignal {
     private final AtomicReference<CompletableFuture<Void>> current = new AtomicReference<>(new CompletableFuture<>());
 
     CompletableFuture<Void> snapshot() {

@@ -9,18 +9,18 @@ import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.KeeperException.Code;
 
 /**
- * The consuming side of one {@link DistributedQueue}: poll, take, claim and peek over the shared {@link ItemsView}.
+ * The consuming side of one {@link DistributedQueue}: poll, take, claim and peek over the shared {@link ItemsWatch}.
  *
  * <p>Waiting (for an item, for a children read, or for the connection) honours interrupts and the deadline, and a
  * timed call sends no claim while disconnected. An attempt on one item, once its first write (the claim) is sent,
  * is seen through whatever interrupts arrive and however long it takes, and its result is returned with the
  * interrupt flag still set: an item already removed is never dropped on the floor.
  */
-final class Consumer<T> {
+final class QueueConsumer<T> {
     private final SharedQueue queue;
     private final QueueSerializer<T> serializer;
 
-    Consumer(SharedQueue queue, QueueSerializer<T> serializer) {
+    QueueConsumer(SharedQueue queue, QueueSerializer<T> serializer) {
         this.queue = queue;
         this.serializer = serializer;
     }
@@ -33,17 +33,17 @@ final class Consumer<T> {
      * {@link Deadline#now()} it reads the children once, after the call, and never waits.
      */
     Taken<T> consume(boolean claim, Deadline deadline) throws InterruptedException {
-        ItemsView view = queue.view;
+        ItemsWatch items = queue.items;
         boolean waiting = false;
         boolean listed = false;
         try {
             while (true) {
-                CompletableFuture<Void> seen = view.signal();
+                CompletableFuture<Void> seen = items.signal();
                 // Before a name is taken: a claim sent while disconnected would be waited for past the deadline.
                 if (deadline.allowsWaiting() && !queue.context.awaitConnected(deadline)) {
                     return null;
                 }
-                String name = view.names().next();
+                String name = items.names().next();
                 if (name != null) {
                     Taken<T> taken = attempt(name, claim);
                     if (taken != null) {
@@ -57,7 +57,7 @@ final class Consumer<T> {
                     }
                     // A read sent after the call, so that an item written before it is seen.
                     listed = true;
-                    if (!Zk.awaitFully(view.read(false), queue.layout.items())) {
+                    if (!Requests.awaitFully(items.read(false), queue.layout.items())) {
                         return null;
                     }
                     continue;
@@ -67,23 +67,23 @@ final class Consumer<T> {
                 }
                 if (!waiting) {
                     waiting = true;
-                    view.joinWaiters();
+                    items.joinWaiters();
                 }
-                boolean inTime = view.armedAndEmpty() ? Signal.await(seen, deadline) : refresh(deadline);
+                boolean inTime = items.armedAndEmpty() ? ChangeSignal.await(seen, deadline) : refresh(deadline);
                 if (!inTime) {
                     return null;
                 }
             }
         } finally {
             if (waiting) {
-                view.leaveWaiters();
+                items.leaveWaiters();
             }
         }
     }
 
     /** The first item nobody holds, left in place; null when there is none. Costs two reads per item looked at. */
     T peek() {
-        NameCache names = queue.view.names();
+        NameCache names = queue.items.names();
         boolean listed = false;
         while (true) {
             String name = names.head();
@@ -92,12 +92,12 @@ final class Consumer<T> {
                     return null;
                 }
                 listed = true;
-                Zk.awaitFully(queue.view.read(false), queue.layout.items());
+                Requests.awaitFully(queue.items.read(false), queue.layout.items());
                 continue;
             }
             String itemPath = queue.layout.item(name);
-            CuratorEvent item = Zk.awaitFully(
-                    Zk.call(
+            CuratorEvent item = Requests.awaitFully(
+                    Requests.call(
                             queue.context,
                             itemPath,
                             cb -> queue.context
@@ -106,12 +106,12 @@ final class Consumer<T> {
                                     .inBackground(cb)
                                     .forPath(itemPath)),
                     itemPath);
-            if (Zk.code(item) == Code.NONODE) {
+            if (Requests.code(item) == Code.NONODE) {
                 names.forget(name);
                 continue;
             }
-            if (Zk.code(item) != Code.OK) {
-                throw Zk.failure("reading", itemPath, Zk.code(item));
+            if (Requests.code(item) != Code.OK) {
+                throw Requests.failure("reading", itemPath, Requests.code(item));
             }
             if (!isClaimed(name)) {
                 return serializer.deserialize(ItemCodec.payload(item.getData()));
@@ -121,15 +121,15 @@ final class Consumer<T> {
 
     /** Asks with a watch whether someone holds the item's claim: getData, since exists would leave a watch. */
     private boolean isClaimed(String name) {
-        NameCache names = queue.view.names();
+        NameCache names = queue.items.names();
         CuratorEvent claim = queue.readClaimWatched(name);
-        Code code = Zk.code(claim);
+        Code code = Requests.code(claim);
         if (code == Code.OK) {
             return true; // the name stays out of play until the watch sees the claim go
         }
         names.unwatchClaim(name, true);
         if (code != Code.NONODE) {
-            throw Zk.failure("reading", queue.layout.claim(name), code);
+            throw Requests.failure("reading", queue.layout.claim(name), code);
         }
         return false;
     }
@@ -139,7 +139,7 @@ final class Consumer<T> {
         try {
             ClaimOps.Claimed claimed = queue.claims.claim(name);
             if (claimed.outcome() == ClaimOps.Outcome.OURS || claimed.outcome() == ClaimOps.Outcome.GONE) {
-                queue.view.names().settled(name);
+                queue.items.names().settled(name);
             }
             if (claimed.outcome() != ClaimOps.Outcome.OURS) {
                 return null;
@@ -155,22 +155,22 @@ final class Consumer<T> {
                 item = serializer.deserialize(ItemCodec.payload(stored));
             } catch (RuntimeException | Error e) {
                 // Nothing is removed before the item is known to be readable: give the claim back, then fail.
-                Zk.awaitFully(queue.claims.release(name, session), queue.layout.claim(name));
+                Requests.awaitFully(queue.claims.release(name, session), queue.layout.claim(name));
                 throw e;
             }
             if (claim) {
-                queue.view.names().holdHere(name, session);
+                queue.items.names().holdHere(name, session, queue.context.sessionId());
                 return new Taken<>(item, new QueueClaim<>(queue, name, session, item));
             }
             return queue.claims.remove(name, session) ? new Taken<>(item, null) : null;
         } finally {
-            queue.view.names().attempted(name);
+            queue.items.names().attempted(name);
         }
     }
 
     /** Reads the children for a blocked consumer; false if the deadline passed first. */
     private boolean refresh(Deadline deadline) throws InterruptedException {
-        CompletableFuture<Boolean> answer = queue.view.read(true);
+        CompletableFuture<Boolean> answer = queue.items.read(true);
         boolean exists;
         try {
             exists = deadline.await(answer);
@@ -178,7 +178,7 @@ final class Consumer<T> {
             return false;
         } catch (ExecutionException e) {
             if (!ResultCodes.isInDoubt(e.getCause()) || queue.context.isClosed()) {
-                throw Zk.failure("listing", queue.layout.items(), e.getCause());
+                throw Requests.failure("listing", queue.layout.items(), e.getCause());
             }
             // Curator's retries ran out on a lost connection: a blocked consumer waits for it to come back.
             return queue.context.awaitConnected(deadline);
@@ -186,7 +186,7 @@ final class Consumer<T> {
         if (!exists) {
             // No items parent, so no watch could be left: create it, and the next read leaves one.
             try {
-                Zk.await(queue.ensureLayout(), deadline, queue.layout.items());
+                Requests.await(queue.ensureLayout(), deadline, queue.layout.items());
             } catch (TimeoutException e) {
                 return false;
             }

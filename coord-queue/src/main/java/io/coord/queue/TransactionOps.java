@@ -5,9 +5,9 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.zookeeper.CreateMode;
 
-/** Transaction operations. Building one does no I/O; Curator declares {@code Exception} only for bad paths. */
-final class Ops {
-    private Ops() {}
+/** Builds the operations of a multi-op transaction. Building one does no I/O; Curator declares {@code Exception} only for bad paths. */
+final class TransactionOps {
+    private TransactionOps() {}
 
     @FunctionalInterface
     private interface Builder {

@@ -29,13 +29,13 @@ import org.apache.zookeeper.data.Stat;
  * whose sequence is at or above the parent's next sequence before the write (where its own must be) and looks for its
  * token. The one gap left: if a consumer took the landed item before that look, the producer writes it again.
  */
-final class Producer {
+final class QueueProducer {
     private static final int MAX_ATTEMPTS = 10;
 
     private final SharedQueue queue;
     private final int capacity;
 
-    Producer(SharedQueue queue, int capacity) {
+    QueueProducer(SharedQueue queue, int capacity) {
         this.queue = queue;
         this.capacity = capacity;
     }
@@ -100,7 +100,7 @@ final class Producer {
                     await(armed, deadline); // a reconnection took the watch away: put it back, then count again
                     continue;
                 }
-                if (!Signal.await(seen, deadline)) {
+                if (!ChangeSignal.await(seen, deadline)) {
                     return false;
                 }
             }
@@ -125,17 +125,17 @@ final class Producer {
         CuratorFramework client = queue.context.client();
         List<CuratorOp> ops = new ArrayList<>(stored.size() + 1);
         for (byte[] data : stored) {
-            ops.add(Ops.create(client, queue.layout.itemPrefix(), CreateMode.PERSISTENT_SEQUENTIAL, data));
+            ops.add(TransactionOps.create(client, queue.layout.itemPrefix(), CreateMode.PERSISTENT_SEQUENTIAL, data));
         }
         int slotOp = stored.size();
-        ops.add(Ops.setData(client, slot.path, slot.version, new byte[0]));
-        CuratorEvent event = Zk.finish(
+        ops.add(TransactionOps.setData(client, slot.path, slot.version, new byte[0]));
+        CuratorEvent event = Requests.finish(
                 queue.context,
                 slot.session,
                 queue.layout.items(),
                 cb -> client.transaction().inBackground(cb).forOperations(ops));
-        Code code = Zk.code(event);
-        int failed = Zk.failedOp(event);
+        Code code = Requests.code(event);
+        int failed = Requests.failedOp(event);
         if (code == Code.OK) {
             slot.version = event.getOpResults().get(slotOp).getResultStat().getVersion();
             queue.slots.giveBack(slot);
@@ -157,24 +157,24 @@ final class Producer {
             return landed(token, lowestSequence);
         }
         queue.slots.giveBack(slot); // failed atomically, so the version is unchanged
-        throw Zk.failure("writing to", queue.layout.items(), code);
+        throw Requests.failure("writing to", queue.layout.items(), code);
     }
 
     /** Looks for an item carrying {@code token} among those at or above {@code lowestSequence}. */
     private boolean landed(byte[] token, int lowestSequence) {
         CuratorFramework client = queue.context.client();
         String items = queue.layout.items();
-        CuratorEvent listing = Zk.awaitFully(
-                Zk.call(
+        CuratorEvent listing = Requests.awaitFully(
+                Requests.call(
                         queue.context,
                         items,
                         cb -> client.getChildren().inBackground(cb).forPath(items)),
                 items);
-        if (Zk.code(listing) == Code.NONODE) {
+        if (Requests.code(listing) == Code.NONODE) {
             return false;
         }
-        if (Zk.code(listing) != Code.OK) {
-            throw Zk.failure("listing", items, Zk.code(listing));
+        if (Requests.code(listing) != Code.OK) {
+            throw Requests.failure("listing", items, Requests.code(listing));
         }
         // Sent all at once, then awaited: one round trip for the lot.
         List<CompletableFuture<CuratorEvent>> reads = listing.getChildren().stream()
@@ -182,22 +182,22 @@ final class Producer {
                 .flatMap(Optional::stream)
                 .filter(n -> n.sequence() >= lowestSequence)
                 .map(SequenceNode::name)
-                .map(name -> Zk.call(
+                .map(name -> Requests.call(
                         queue.context,
                         queue.layout.item(name),
                         cb -> client.getData().inBackground(cb).forPath(queue.layout.item(name))))
                 .toList();
         boolean found = false;
         for (CompletableFuture<CuratorEvent> read : reads) {
-            CuratorEvent item = Zk.awaitFully(read, items);
-            found |= Zk.code(item) == Code.OK && ItemCodec.carriesToken(item.getData(), token);
+            CuratorEvent item = Requests.awaitFully(read, items);
+            found |= Requests.code(item) == Code.OK && ItemCodec.carriesToken(item.getData(), token);
         }
         return found;
     }
 
     /** Waits under the deadline when the caller may wait, and fully (restoring the flag) when it may not. */
     private <V> V await(CompletableFuture<V> answer, Deadline deadline) throws InterruptedException, TimeoutException {
-        return Zk.awaitWithin(answer, deadline, queue.layout.items());
+        return Requests.awaitWithin(answer, deadline, queue.layout.items());
     }
 
     /**
