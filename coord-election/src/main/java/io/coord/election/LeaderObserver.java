@@ -172,9 +172,11 @@ public final class LeaderObserver implements AutoCloseable {
 
     private void existenceChecked(CuratorFramework c, CuratorEvent event) {
         if (event.getResultCode() == KeeperException.Code.OK.intValue()) {
-            // Created between the two reads: the exists watch now sits on a live node. Trade it for the children
-            // watch, which is the one that sees the election.
-            removeWatches(Watcher.WatcherType.Data);
+            // Created between the two reads: the exists watch now sits on a live node, and would stay on the server
+            // until the path's data changes, which for an election parent is never. Removing our one watcher would
+            // only be checked by the server, so remove the path's data watches outright (the engine sets none on an
+            // election's parent), then trade it for the children watch, which is the one that sees the election.
+            removeDataWatchesOnPath();
             readChildren();
         } else if (isClosed()) {
             removeWatches(Watcher.WatcherType.Any);
@@ -280,6 +282,19 @@ public final class LeaderObserver implements AutoCloseable {
                     .forPath(path);
         } catch (Exception e) {
             log.debug("{} cannot remove its watch; it ends with the session", this, e);
+        }
+    }
+
+    private void removeDataWatchesOnPath() {
+        try {
+            client.watchers()
+                    .removeAll()
+                    .ofType(Watcher.WatcherType.Data)
+                    .quietly()
+                    .inBackground()
+                    .forPath(path);
+        } catch (Exception e) {
+            log.debug("{} cannot remove its exists watch; it ends with the session", this, e);
         }
     }
 
