@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
+import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
@@ -33,14 +34,10 @@ class MutexDeadlineTest {
         ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
         ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path);
         holder.acquire();
-        CompletableFuture<Boolean> granted = CompletableFuture.supplyAsync(() -> {
-            try {
-                boolean got = waiter.acquire(FOREVER);
-                waiter.release();
-                return got;
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
+        CompletableFuture<Boolean> granted = Background.call(() -> {
+            boolean got = waiter.acquire(FOREVER);
+            waiter.release();
+            return got;
         });
         await().until(() -> holder.participants().size() == 2);
         assertFalse(granted.isDone());

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.DistributedLock;
 import io.coord.core.Lease;
+import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
@@ -40,14 +41,10 @@ class ReadWriteDeadlineTest {
         DistributedLock writer = new ReadWriteMutex(zk.newClient(), path).writeLock();
         DistributedLock waiter = lock(which).apply(new ReadWriteMutex(zk.newClient(), path));
         writer.acquire();
-        CompletableFuture<Boolean> granted = CompletableFuture.supplyAsync(() -> {
-            try {
-                boolean got = waiter.acquire(FOREVER);
-                waiter.release();
-                return got;
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
+        CompletableFuture<Boolean> granted = Background.call(() -> {
+            boolean got = waiter.acquire(FOREVER);
+            waiter.release();
+            return got;
         });
         await().until(() -> writer.participants().size() == 2);
 

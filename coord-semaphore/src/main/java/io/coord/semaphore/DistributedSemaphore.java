@@ -76,7 +76,6 @@ public final class DistributedSemaphore {
      * {@link Duration#ZERO} looks once, and answers empty at once while the client is disconnected.
      */
     public Optional<Lease> tryAcquire(int permits, Duration timeout) throws InterruptedException {
-        checkPermits(permits);
         Arguments.timeout(timeout);
         return Optional.ofNullable(acquire(permits, engine.deadline(timeout)));
     }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
+import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
@@ -50,13 +51,7 @@ class SemaphoreFaultsTest {
         DistributedSemaphore holder = new DistributedSemaphore(zk.newClient(), path, 1);
         DistributedSemaphore waiter = new DistributedSemaphore(zk.newClient(), path, 1);
         Lease held = holder.tryAcquire(1, FOREVER).orElseThrow();
-        CompletableFuture<Optional<Lease>> pending = CompletableFuture.supplyAsync(() -> {
-            try {
-                return waiter.tryAcquire(1, FOREVER);
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<Optional<Lease>> pending = Background.call(() -> waiter.tryAcquire(1, FOREVER));
         await().until(() -> holder.participants().size() == 2);
 
         held.close();

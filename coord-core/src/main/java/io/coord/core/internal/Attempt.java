@@ -485,11 +485,7 @@ final class Attempt implements SharedPath.WatchSubscriber {
     }
 
     private static boolean isRetryable(KeeperException.Code rc) {
-        return rc == KeeperException.Code.CONNECTIONLOSS
-                || rc == KeeperException.Code.OPERATIONTIMEOUT
-                || rc == KeeperException.Code.SESSIONEXPIRED
-                || rc == KeeperException.Code.SESSIONMOVED
-                // A parent container can be reaped between Curator creating it and our create.
-                || rc == KeeperException.Code.NONODE;
+        // A parent container can be reaped between Curator creating it and our create: NONODE is worth a retry too.
+        return ResultCodes.isInDoubt(rc) || rc == KeeperException.Code.NONODE;
     }
 }

@@ -184,10 +184,6 @@ public final class ClientContext {
         sessionListeners.add(listener);
     }
 
-    public void removeSessionListener(SessionListener listener) {
-        sessionListeners.remove(listener);
-    }
-
     /** Registers a pending answer, so that closing the client fails it rather than leaving its caller waiting. */
     public <T> CompletableFuture<T> track(CompletableFuture<T> answer) {
         requests.add(answer);

@@ -192,16 +192,6 @@ final class SharedPath {
         }
     }
 
-    /** How many nodes this client keeps a watch entry for; for tests. */
-    int watchedNodes() {
-        lock.lock();
-        try {
-            return watches.size();
-        } finally {
-            lock.unlock();
-        }
-    }
-
     private void sendWatch(NodeWatch w) {
         try {
             context.client()
