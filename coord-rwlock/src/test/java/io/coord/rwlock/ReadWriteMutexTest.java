@@ -77,8 +77,8 @@ class ReadWriteMutexTest {
         await().until(() -> first.readLock().participants().size() == 2);
         CompletableFuture<Lease> lateRead = late.readLock().acquireAsync();
         await().until(() -> first.readLock().participants().size() == 3);
-        write.thenRun(() -> order.add("writer"));
-        lateRead.thenRun(() -> order.add("reader-2"));
+        CompletableFuture<Void> writerSeen = write.thenRun(() -> order.add("writer"));
+        CompletableFuture<Void> readerSeen = lateRead.thenRun(() -> order.add("reader-2"));
 
         assertFalse(lateRead.isDone(), "a reader queued behind a writer must wait for it");
         first.readLock().release();
@@ -86,6 +86,8 @@ class ReadWriteMutexTest {
         assertFalse(lateRead.isDone());
         writeLease.close();
         lateRead.get(10, TimeUnit.SECONDS).close();
+        // get() can return before a dependent action has run: wait for both actions, then compare.
+        CompletableFuture.allOf(writerSeen, readerSeen).get(10, TimeUnit.SECONDS);
         assertEquals(List.of("writer", "reader-2"), order);
         zk.assertNoLeaks(path);
     }
