@@ -311,6 +311,30 @@ public final class ClientContext {
         }
     }
 
+    /**
+     * Removes every watch of {@code type} this client keeps on {@code path}, on the server too, and completes when
+     * the server has answered (or at once if the client is closed). This is coord's one way to drop a watch on a
+     * node that lives on: removing a single watcher only unregisters it in the client, and the server keeps its
+     * entry until the node changes. A watch on a node that is about to be deleted (a predecessor) is not removed
+     * at all: it fires once more and costs no request. Quiet when no such watch is left; if the request cannot be
+     * sent, the watch ends with the session or fires once more, and its event finds nobody waiting.
+     */
+    public CompletableFuture<Void> dropWatches(String path, Watcher.WatcherType type) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        try {
+            client.watchers()
+                    .removeAll()
+                    .ofType(type)
+                    .quietly()
+                    .inBackground((c, event) -> done.complete(null))
+                    .forPath(path);
+        } catch (Exception e) {
+            log.debug("watches on {} left to the session's end", path, e);
+            done.complete(null);
+        }
+        return done;
+    }
+
     public static CoordinationException closedError(String path) {
         return new CoordinationException("the client was closed while waiting for " + path);
     }
