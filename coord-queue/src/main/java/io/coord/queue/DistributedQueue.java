@@ -8,14 +8,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.data.Stat;
 
 /**
- * A FIFO queue in ZooKeeper, bounded, with at-most-once ({@link #poll()}, {@link #take()}) and at-least-once
- * ({@link #claim(Duration)}) delivery.
+ * A FIFO queue in ZooKeeper, bounded, with exactly-once ({@link #poll()}, {@link #take()}, {@link #drainTo}) and
+ * at-least-once ({@link #claim(Duration)}) delivery.
  *
  * <pre>{@code
  * DistributedQueue<String> queue = DistributedQueue.builder(client, "/jobs", QueueSerializer.utf8())
@@ -25,31 +26,36 @@ import org.apache.zookeeper.data.Stat;
  * String job = queue.take();
  * }</pre>
  *
- * <p>Items are PERSISTENT_SEQUENTIAL znodes {@code <path>/items/qn-<seq>} and come out in sequence order. Each item
- * goes to exactly one of {@code poll}, {@code take} or an acknowledged {@code claim}. A claimed item is invisible to
- * every other consumer until it is acknowledged, closed, or its claimer's session dies. The znode layout and the
- * request protocol are described in the classes {@code Layout}, {@code ClaimOps}, {@code QueueProducer} and
- * {@code ItemCodec}.
+ * <p>Items are PERSISTENT_SEQUENTIAL znodes under {@code <path>/items} and come out in sequence order. Each item goes
+ * to exactly one of {@code poll}, {@code take}, {@code drainTo} or an acknowledged {@code claim}. A claimed item is
+ * invisible to every other consumer until it is acknowledged, closed, or its claimer's session dies. The znode layout
+ * and the request protocol are described in the classes {@code Layout}, {@code Slots}, {@code QueueConsumer},
+ * {@code QueueProducer} and {@code ItemCodec}.
  *
- * <p>{@code capacity} counts every item in the queue, claimed ones included, as the item parent's child count. A
- * producer reads the count, then writes; producers that race may each pass the check, so the bound can be
- * overshot by at most the number of writes racing at that moment.
+ * <p><b>Exactly once.</b> Every write that adds or removes items also sets one of the client's write slots, persistent
+ * znodes under {@code <path>/slots}, at a version only that writer knows. So whatever happens to a reply or to the
+ * session (a lost connection, a replay, an expiry), the writer learns for certain whether its write landed: an offer
+ * that returns true wrote its item once, an item returned by {@code poll} was removed by that call alone, and an
+ * {@code ack} that returns true removed the item. The slots live as long as the client, one per thread that wrote at
+ * once, and are deleted when the client is closed. A process that dies without closing its client, or a client built
+ * with {@code usingNamespace} (whose close coord cannot hear), leaves its slots behind: empty znodes that nothing
+ * reads, which may be deleted whenever no client of that process is running.
  *
- * <p><b>Timeouts.</b> A timed call ({@code offer}, {@code poll} or {@code claim} with a {@link Duration}) computes
- * its deadline once, and every wait before its first write ends there: reads (the producer's count, the consumer's
- * children list), creating the queue's parents, watches, and waiting for a lost connection. No write is sent while
- * the client is disconnected. Once the first write is on the wire (the producer's transaction that creates the item,
- * or the consumer's claim of one item) the call sees it through, past the deadline if need be, so that no item is
- * ever written or taken without the caller knowing: Curator retries it under the client's retry policy, then it is
- * sent again after each reconnection as long as the session that sent it lives; if that session ends, a producer
- * reads the queue to learn whether its item landed, and a consumer's claim died with the session. The overrun is so
- * bounded by the retry policy and the session timeout. Any non-negative timeout is accepted; one too long to count
- * in nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
+ * <p><b>Capacity</b> counts every item in the queue, claimed ones included. A producer learns the count from the
+ * sequence numbers its writes are given and reads it again only near the bound; producers racing at the bound may each
+ * pass it once, so the bound can be overshot by at most one write per producer.
  *
- * <p>Instances are thread-safe, and all instances on one client and path share one cache of item names and one
- * watch. A namespace facade ({@code client.usingNamespace(ns)}) works like any client, with the znodes under the
- * namespace. Building an instance does no I/O; ZooKeeper failures that Curator's retries cannot hide surface as
- * {@link CoordinationException}.
+ * <p><b>Timeouts.</b> A timed call computes its deadline once, and every wait before its first write ends there:
+ * reads, creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. No write is
+ * sent while the client is disconnected. Once the first write is on the wire the call sees it through, past the
+ * deadline if need be, so that no item is ever written or taken without the caller knowing; the overrun is bounded by
+ * the retry policy and the time to reconnect. Any non-negative timeout is accepted; one too long to count in
+ * nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
+ *
+ * <p>Instances are thread-safe, and all instances on one client and path share one cache of item names, one watch
+ * and one set of write slots. A namespace facade ({@code client.usingNamespace(ns)}) works like any client, with the
+ * znodes under the namespace. Building an instance does no I/O; ZooKeeper failures that Curator's retries cannot hide
+ * surface as {@link CoordinationException}.
  */
 public final class DistributedQueue<T> {
     private static final int DEFAULT_CAPACITY = 10_000;
@@ -113,15 +119,8 @@ public final class DistributedQueue<T> {
 
     /** Adds the item if there is room; false when the queue is full. Never waits for room. */
     public boolean offer(T item) {
-        byte[] token = ItemCodec.newToken();
-        List<byte[]> stored = List.of(encode(item, token));
-        try {
-            return producer.write(stored, token, Deadline.now());
-        } catch (InterruptedException e) {
-            // Not reached: without a deadline nothing waits interruptibly. Kept honest all the same.
-            Thread.currentThread().interrupt();
-            throw new CoordinationException("interrupted while offering to " + queue.layout.items(), e);
-        }
+        List<byte[]> stored = List.of(encode(item));
+        return untimed(() -> producer.write(stored, Deadline.now()), "offering to");
     }
 
     /**
@@ -132,14 +131,12 @@ public final class DistributedQueue<T> {
      */
     public boolean offer(T item, Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
-        byte[] token = ItemCodec.newToken();
-        return producer.write(List.of(encode(item, token)), token, Deadline.after(timeout));
+        return producer.write(List.of(encode(item)), Deadline.after(timeout));
     }
 
     /** Adds the item, waiting as long as it takes for room. */
     public void put(T item) throws InterruptedException {
-        byte[] token = ItemCodec.newToken();
-        producer.write(List.of(encode(item, token)), token, Deadline.forever());
+        producer.write(List.of(encode(item)), Deadline.forever());
     }
 
     /**
@@ -154,7 +151,6 @@ public final class DistributedQueue<T> {
             throw new IllegalArgumentException(
                     "a batch of " + items.size() + " items can never fit in a queue of capacity " + capacity);
         }
-        byte[] token = ItemCodec.newToken();
         List<byte[]> stored = new ArrayList<>(items.size());
         long requestBytes = 0;
         int index = 0;
@@ -162,7 +158,7 @@ public final class DistributedQueue<T> {
             if (item == null) {
                 throw new NullPointerException("items must not contain null: null at index " + index);
             }
-            byte[] one = encode(item, token);
+            byte[] one = encode(item);
             requestBytes += ItemCodec.requestBytes(queue.layout, one.length - ItemCodec.HEADER_BYTES);
             stored.add(one);
             index++;
@@ -174,19 +170,13 @@ public final class DistributedQueue<T> {
                     + ItemCodec.maxBuffer() + "); split it");
         }
         if (!stored.isEmpty()) {
-            producer.write(stored, token, Deadline.forever());
+            producer.write(stored, Deadline.forever());
         }
     }
 
     /** Removes and returns the first item nobody holds, or null when there is none. Never waits. */
     public T poll() {
-        try {
-            return item(consumer.consume(false, Deadline.now()));
-        } catch (InterruptedException e) {
-            // Not reached: without a deadline nothing waits interruptibly.
-            Thread.currentThread().interrupt();
-            throw new CoordinationException("interrupted while polling " + queue.layout.items(), e);
-        }
+        return first(untimed(() -> consumer.take(1, false, Deadline.now()), "polling"));
     }
 
     /**
@@ -196,12 +186,52 @@ public final class DistributedQueue<T> {
      */
     public T poll(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
-        return item(consumer.consume(false, Deadline.after(timeout)));
+        return first(consumer.take(1, false, Deadline.after(timeout)));
     }
 
     /** Removes and returns the first item nobody holds, waiting as long as it takes. */
     public T take() throws InterruptedException {
-        return item(consumer.consume(false, Deadline.forever()));
+        return first(consumer.take(1, false, Deadline.forever()));
+    }
+
+    /**
+     * Removes and returns the first item nobody holds, as {@link #poll()} does.
+     *
+     * @throws NoSuchElementException if there is none
+     */
+    public T remove() {
+        T item = poll();
+        if (item == null) {
+            throw new NoSuchElementException("no item in " + path + " that nobody holds");
+        }
+        return item;
+    }
+
+    /**
+     * Moves up to {@code maxItems} items nobody holds into {@code sink}, in queue order, and returns how many. Never
+     * waits for items. Up to {@value QueueConsumer#MAX_BATCH} small items move per round trip of two requests: one
+     * read, and one transaction that removes them all. As with {@link java.util.concurrent.BlockingQueue#drainTo},
+     * if adding to the sink throws, the items already removed in that round may be neither in the queue nor in the
+     * sink.
+     *
+     * @throws IllegalArgumentException if {@code maxItems} is not positive, or if the sink is this queue
+     */
+    public int drainTo(Collection<? super T> sink, int maxItems) {
+        checkSink(sink, maxItems);
+        return moveTo(sink, untimed(() -> consumer.take(maxItems, false, Deadline.now()), "draining"));
+    }
+
+    /**
+     * Moves up to {@code maxItems} items nobody holds into {@code sink}, in queue order, waiting up to
+     * {@code timeout} for at least one; returns how many, 0 if the deadline passed first. Once some have come, it
+     * moves what is there without waiting for more.
+     *
+     * @throws IllegalArgumentException if {@code maxItems} is not positive, or if the sink is this queue
+     */
+    public int drainTo(Collection<? super T> sink, int maxItems, Duration timeout) throws InterruptedException {
+        checkSink(sink, maxItems);
+        Arguments.timeout(timeout);
+        return moveTo(sink, consumer.take(maxItems, false, Deadline.after(timeout)));
     }
 
     /** The first item nobody holds, left in place; null when there is none. */
@@ -209,10 +239,28 @@ public final class DistributedQueue<T> {
         return consumer.peek();
     }
 
+    /**
+     * The first item nobody holds, left in place, as {@link #peek()} does.
+     *
+     * @throws NoSuchElementException if there is none
+     */
+    public T element() {
+        T item = peek();
+        if (item == null) {
+            throw new NoSuchElementException("no item in " + path + " that nobody holds");
+        }
+        return item;
+    }
+
     /** Items in the queue, claimed ones included: the item parent's child count, one read. */
     public int size() {
         Stat stat = Requests.awaitFully(queue.counts.next(), queue.layout.items());
         return stat == null ? 0 : stat.getNumChildren();
+    }
+
+    /** Whether the queue holds no item at all, claimed ones included: {@code size() == 0}, one read. */
+    public boolean isEmpty() {
+        return size() == 0;
     }
 
     /**
@@ -224,8 +272,8 @@ public final class DistributedQueue<T> {
      */
     public Optional<Claim<T>> claim(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
-        QueueConsumer.Taken<T> taken = consumer.consume(true, Deadline.after(timeout));
-        return taken == null ? Optional.empty() : Optional.of(taken.claim());
+        List<QueueConsumer.Taken<T>> taken = consumer.take(1, true, Deadline.after(timeout));
+        return taken.isEmpty() ? Optional.empty() : Optional.of(taken.get(0).claim());
     }
 
     @Override
@@ -233,12 +281,45 @@ public final class DistributedQueue<T> {
         return "DistributedQueue[" + path + ", capacity " + capacity + "]";
     }
 
-    private static <T> T item(QueueConsumer.Taken<T> taken) {
-        return taken == null ? null : taken.item();
+    @FunctionalInterface
+    private interface Untimed<V> {
+        V call() throws InterruptedException;
+    }
+
+    /** Runs a call made with {@link Deadline#now()}, which never waits interruptibly. */
+    private <V> V untimed(Untimed<V> call, String action) {
+        try {
+            return call.call();
+        } catch (InterruptedException e) {
+            // Not reached: without a deadline nothing waits interruptibly. Kept honest all the same.
+            Thread.currentThread().interrupt();
+            throw new CoordinationException("interrupted while " + action + " " + queue.layout.items(), e);
+        }
+    }
+
+    private static <T> T first(List<QueueConsumer.Taken<T>> taken) {
+        return taken.isEmpty() ? null : taken.get(0).item();
+    }
+
+    private void checkSink(Collection<? super T> sink, int maxItems) {
+        Objects.requireNonNull(sink, "sink must not be null");
+        if (sink == (Object) this) {
+            throw new IllegalArgumentException("cannot drain a queue into itself");
+        }
+        if (maxItems <= 0) {
+            throw new IllegalArgumentException("maxItems must be > 0: " + maxItems);
+        }
+    }
+
+    private static <T> int moveTo(Collection<? super T> sink, List<QueueConsumer.Taken<T>> taken) {
+        for (QueueConsumer.Taken<T> one : taken) {
+            sink.add(one.item());
+        }
+        return taken.size();
     }
 
     /** The stored form of one item, checked against what one request can carry before anything is written. */
-    private byte[] encode(T item, byte[] token) {
+    private byte[] encode(T item) {
         Objects.requireNonNull(item, "item must not be null");
         byte[] payload = serializer.serialize(item);
         if (payload == null) {
@@ -249,6 +330,6 @@ public final class DistributedQueue<T> {
             throw new IllegalArgumentException("item is " + payload.length + " bytes serialized, over the " + max
                     + " bytes one ZooKeeper request can carry here (jute.maxbuffer=" + ItemCodec.maxBuffer() + ")");
         }
-        return ItemCodec.encode(token, payload);
+        return ItemCodec.encode(payload);
     }
 }

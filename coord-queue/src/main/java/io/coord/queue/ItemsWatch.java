@@ -1,43 +1,45 @@
 package io.coord.queue;
 
 import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.SingleFlight;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.zookeeper.AddWatchMode;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.Watcher.Event.EventType;
 
 /**
- * What the consumers of one queue path in one client share: the cached names ({@link NameCache}), one children
- * watch for those that block, and one children read at a time.
+ * What the consumers and producers of one queue path in one client share to learn of changes: the cached names
+ * ({@link NameCache}), one coalesced children read, one watch on the items parent for those that wait, and one
+ * watcher for other clients' claims.
  *
  * <p>Consumers work down the cached names and read the children again only when the names run out, so draining N
- * items costs O(N) requests. Reads are coalesced: waiters woken by one event share one read, and a consumer that
- * still has names reads nothing. The watch is left only while someone waits; the last waiter to leave removes it.
+ * items costs O(N) requests. The watch on the items parent is PERSISTENT, so that nothing needs to be sent to keep
+ * it, and it is left only while a consumer or producer of this client waits: the last one to stop waiting removes
+ * it. Each event bumps a change count and fires the signal; a waiter reads again only when something changed since
+ * the last read was sent.
  */
 final class ItemsWatch {
     private final ClientContext context;
     private final Layout layout;
     private final NameCache names = new NameCache();
     private final ChangeSignal signal = new ChangeSignal();
+    private final AtomicLong changes = new AtomicLong();
+    private final SingleFlight<Boolean> reads = new SingleFlight<>(this::sendRead, changes::get);
+    private final AtomicLong listedThrough = new AtomicLong(-1);
     private final Watcher itemsWatcher = this::itemsChanged;
     private final Watcher claimsWatcher = this::claimChanged;
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
     private int waiters;
-    private boolean watchArmed;
-    private long watchGeneration;
-    private Read inFlight;
-    private Read queued;
-
-    /** One children read; {@code answer} is false when the items parent does not exist. */
-    private static final class Read {
-        final CompletableFuture<Boolean> answer = new CompletableFuture<>();
-        boolean watched;
-    }
+    private boolean armed;
+    private CompletableFuture<Void> arming;
+    // Bumped by every removal and every session end, so that an add answered after one does not count as armed.
+    private long generation;
 
     ItemsWatch(ClientContext context, Layout layout) {
         this.context = context;
@@ -56,215 +58,181 @@ final class ItemsWatch {
         return signal.snapshot();
     }
 
-    /** The delete of our claim made on {@code session} is confirmed: the name is back in play, local waiters too. */
-    void released(String name, long session) {
-        if (names.released(name, session)) {
-            signal.fire();
-        }
+    /**
+     * Reads the children into the cache; the answer comes from a read sent after this call, and is false when the
+     * items parent does not exist.
+     */
+    CompletableFuture<Boolean> read() {
+        return reads.next();
     }
 
-    void joinWaiters() {
+    /** Whether anything changed since the last read that answered was sent: only then is a new read worth it. */
+    boolean changedSinceRead() {
+        return changes.get() > listedThrough.get();
+    }
+
+    /**
+     * A read that reflects every change seen so far: the one in flight if it was sent after the last change, else
+     * the next. Waiters woken by one change share one read.
+     */
+    CompletableFuture<Boolean> readCurrent() {
+        return reads.sentSince(changes.get());
+    }
+
+    /** Counts the caller as waiting; the returned future completes once the watch is on the server. */
+    CompletableFuture<Void> join() {
         lock.lock();
         try {
             waiters++;
         } finally {
             lock.unlock();
         }
+        return ensureArmed();
     }
 
-    /** The last waiter to leave removes the children watch, so that none is left on the server. */
-    void leaveWaiters() {
+    /** The watch on the server, adding it again if a session end took it away. */
+    CompletableFuture<Void> ensureArmed() {
+        CompletableFuture<Void> added;
+        long sentAt;
+        lock.lock();
+        try {
+            if (armed) {
+                return CompletableFuture.completedFuture(null);
+            }
+            if (arming != null) {
+                return arming;
+            }
+            arming = added = new CompletableFuture<>();
+            sentAt = generation;
+        } finally {
+            lock.unlock();
+        }
+        CuratorFramework client = context.client();
+        Requests.call(
+                        context,
+                        layout.items(),
+                        cb -> client.watchers()
+                                .add()
+                                .withMode(AddWatchMode.PERSISTENT)
+                                .inBackground(cb)
+                                .usingWatcher(itemsWatcher)
+                                .forPath(layout.items()))
+                .whenComplete((event, error) -> {
+                    boolean ok = error == null && Requests.code(event) == Code.OK;
+                    lock.lock();
+                    try {
+                        arming = null;
+                        armed = ok && sentAt == generation;
+                    } finally {
+                        lock.unlock();
+                    }
+                    if (ok) {
+                        changed(); // what happened before the watch was on is not known: waiters read again
+                        added.complete(null);
+                    } else {
+                        added.completeExceptionally(
+                                error != null
+                                        ? error
+                                        : Requests.failure("watching", layout.items(), Requests.code(event)));
+                    }
+                });
+        return added;
+    }
+
+    /** The last waiter to leave removes the watch, so that none is left on the server. */
+    void leave() {
         boolean remove;
         lock.lock();
         try {
             waiters--;
-            remove = waiters == 0 && (watchArmed || (inFlight != null && inFlight.watched));
+            remove = waiters == 0 && (armed || arming != null);
             if (remove) {
-                watchArmed = false;
-                watchGeneration++;
+                armed = false;
+                generation++;
             }
         } finally {
             lock.unlock();
         }
         if (remove) {
-            removeWatch();
+            context.dropWatches(layout.items(), Watcher.WatcherType.Persistent).thenRun(() -> {
+                // A waiter that joined meanwhile may have seen the watch armed just before this removal.
+                changed();
+            });
         }
     }
 
-    /** True when a blocked consumer may just wait: nothing is cached, and the watch will report any change. */
-    boolean armedAndEmpty() {
-        lock.lock();
-        try {
-            if (!watchArmed) {
-                return false;
-            }
-        } finally {
-            lock.unlock();
-        }
-        // Not atomic with the flag: a read that adds names fires the signal after merging, so a waiter that saw
-        // the names missing here is woken anyway.
-        return names.isEmpty();
-    }
-
-    /**
-     * Reads the children into the cache. With {@code joinWatched}, a watched read already in flight will do: a
-     * blocked waiter only needs a read whose watch reports what the read missed. Otherwise the answer comes from a
-     * read sent after this call.
-     */
-    CompletableFuture<Boolean> read(boolean joinWatched) {
-        Read send = null;
-        Read mine;
-        lock.lock();
-        try {
-            if (inFlight == null) {
-                inFlight = send = mine = new Read();
-                mine.watched = waiters > 0;
-            } else if (joinWatched && inFlight.watched) {
-                mine = inFlight;
-            } else {
-                if (queued == null) {
-                    queued = new Read();
-                }
-                mine = queued;
-            }
-        } finally {
-            lock.unlock();
-        }
-        if (send != null) {
-            send(send);
-        }
-        return mine.answer;
-    }
-
-    /** Connected again on the same session: the watch and our claims survived; waiters look again. */
-    void reconnected() {
-        signal.fire();
-    }
-
-    /** The session ended, or a new one began: the watch and every claim made on another session died with it. */
-    void sessionEnded(long current) {
-        lock.lock();
-        try {
-            watchArmed = false;
-            watchGeneration++;
-        } finally {
-            lock.unlock();
-        }
-        names.sessionEnded(current);
-        signal.fire();
-    }
-
-    private void send(Read read) {
-        long generation;
-        lock.lock();
-        try {
-            generation = watchGeneration;
-        } finally {
-            lock.unlock();
-        }
-        CuratorFramework client = context.client();
-        String items = layout.items();
-        Requests.call(context, items, cb -> {
-                    if (read.watched) {
-                        client.getChildren()
-                                .usingWatcher(itemsWatcher)
-                                .inBackground(cb)
-                                .forPath(items);
-                    } else {
-                        client.getChildren().inBackground(cb).forPath(items);
-                    }
-                })
-                .whenComplete((event, error) -> answered(read, generation, event, error));
-    }
-
-    private void answered(Read read, long generation, CuratorEvent event, Throwable error) {
-        Code code = error == null ? Requests.code(event) : null;
-        boolean added = code == Code.OK && names.merge(event.getChildren(), context.sessionId());
-        Read next;
-        lock.lock();
-        try {
-            if (code == Code.OK) {
-                // Replies and watch events arrive on ZooKeeper's event thread in server order, and this watch's
-                // events come after this reply: an event seen earlier consumed an older watch. Only a removal sent
-                // after this read (a new generation) takes this one away.
-                if (read.watched && generation == watchGeneration) {
-                    watchArmed = true;
-                }
-            }
-            next = queued;
-            queued = null;
-            inFlight = next;
-            if (next != null) {
-                next.watched = waiters > 0;
-            }
-        } finally {
-            lock.unlock();
-        }
-        if (next != null) {
-            send(next);
-        }
-        if (added) {
+    /** Our claim made on {@code session} was deleted: the name is back in play, for local waiters too. */
+    void released(String name, long session) {
+        if (names.released(name, session)) {
             signal.fire();
         }
-        if (error != null) {
-            read.answer.completeExceptionally(error);
-        } else if (code == Code.OK || code == Code.NONODE) {
-            read.answer.complete(code == Code.OK);
-        } else {
-            read.answer.completeExceptionally(Requests.failure("listing", layout.items(), code));
-        }
     }
 
-    private void removeWatch() {
+    /** Connected again on the same session: events sent while disconnected are lost, so waiters read again. */
+    void reconnected() {
+        changed();
+    }
+
+    /** The session ended, or a new one began: the watch and every claim watch died with it. */
+    void sessionEnded(long currentSession) {
+        lock.lock();
+        try {
+            armed = false;
+            generation++;
+        } finally {
+            lock.unlock();
+        }
+        names.sessionEnded(currentSession);
+        changed();
+    }
+
+    private CompletableFuture<Boolean> sendRead() {
+        long asOf = changes.get();
         CuratorFramework client = context.client();
-        // removeAll: removing one watcher only drops it locally and leaves the server's watch in place.
-        Requests.call(
+        return Requests.call(
                         context,
                         layout.items(),
-                        cb -> client.watchers()
-                                .removeAll()
-                                .ofType(Watcher.WatcherType.Children)
-                                .inBackground(cb)
-                                .forPath(layout.items()))
-                .whenComplete((event, error) -> {
-                    // A waiter that arrived meanwhile may have armed the watch just before this removal: re-check.
-                    lock.lock();
-                    try {
-                        if (waiters > 0) {
-                            watchArmed = false;
-                        }
-                    } finally {
-                        lock.unlock();
+                        cb -> client.getChildren().inBackground(cb).forPath(layout.items()))
+                .thenApply(event -> {
+                    Code code = Requests.code(event);
+                    if (code != Code.OK && code != Code.NONODE) {
+                        throw Requests.failure("listing", layout.items(), code);
                     }
-                    signal.fire();
+                    listedThrough.accumulateAndGet(asOf, Math::max);
+                    if (code == Code.OK && names.merge(event.getChildren(), context.sessionId())) {
+                        signal.fire();
+                    }
+                    return code == Code.OK;
                 });
     }
 
+    private void changed() {
+        changes.incrementAndGet();
+        signal.fire();
+    }
+
     private void itemsChanged(WatchedEvent event) {
-        if (event.getType() == EventType.None) {
+        if (event.getType() == EventType.None || event.getType() == EventType.PersistentWatchRemoved) {
             // Connection news, which the session listener handles; but a namespace facade's context hears of the
-            // client's close only when asked, so ask here, where a blocked waiter's watch is told of it.
+            // client's close only when asked, so ask here, where a waiter's watch is told of it.
             if (context.isClosed()) {
                 signal.fire();
             }
             return;
         }
-        lock.lock();
-        try {
-            watchArmed = false;
-        } finally {
-            lock.unlock();
+        changed();
+    }
+
+    /** Another client's claim on the item is gone: the name is back in play, for local waiters too. */
+    void claimGone(String name) {
+        if (names.claimDeleted(name)) {
+            signal.fire();
         }
-        signal.fire();
     }
 
     private void claimChanged(WatchedEvent event) {
-        if (event.getType() != EventType.NodeDeleted) {
-            return;
-        }
-        String name = event.getPath().substring(event.getPath().lastIndexOf('/') + 1);
-        if (names.unwatchClaim(name, true)) {
-            signal.fire();
+        if (event.getType() == EventType.NodeDeleted) {
+            claimGone(event.getPath().substring(event.getPath().lastIndexOf('/') + 1));
         }
     }
 }

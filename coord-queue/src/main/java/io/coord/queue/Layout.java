@@ -10,21 +10,26 @@ import org.apache.curator.utils.ZKPaths;
  * Where a queue keeps its znodes:
  *
  * <pre>
- * &lt;path&gt;/items/qn-&lt;seq&gt;       PERSISTENT_SEQUENTIAL, one per item, FIFO by sequence
- * &lt;path&gt;/claims/qn-&lt;seq&gt;      EPHEMERAL, same name as the item it holds
- * &lt;path&gt;/sessions/w-&lt;uuid&gt;    EPHEMERAL, a writer slot: one per concurrently writing thread of a client
- * &lt;path&gt;/sessions/s-&lt;uuid&gt;    EPHEMERAL, a session marker: one per consuming client session
+ * &lt;path&gt;/items/qs-&lt;seq&gt;       PERSISTENT_SEQUENTIAL, an item whose stored form is small (see ItemCodec)
+ * &lt;path&gt;/items/qn-&lt;seq&gt;       PERSISTENT_SEQUENTIAL, an item of any size
+ * &lt;path&gt;/claims/&lt;item&gt;       EPHEMERAL, same name as the item it holds
+ * &lt;path&gt;/slots/&lt;uuid&gt;        PERSISTENT, a write slot: one per thread of a client writing at once (see Slots)
+ * &lt;path&gt;/sessions/s-&lt;uuid&gt;    EPHEMERAL, a session marker: one per claiming client session (see SessionMarker)
  * </pre>
  *
- * The three parents are persistent. As containers they would be reaped when empty, and a reaped items parent would
- * restart its sequence at zero under consumers that still cache names from before.
+ * Items come out in sequence order whatever their prefix: one parent numbers them all. The size class in the name
+ * lets a consumer read many small items in one request without ever asking for a reply larger than the client
+ * accepts. The four parents are persistent. As containers they would be reaped when empty, and a reaped items parent
+ * would restart its sequence at zero under consumers that still cache names from before.
  */
 final class Layout {
     static final String ITEM_PREFIX = "qn-";
+    static final String SMALL_ITEM_PREFIX = "qs-";
     private static final int SEQUENCE_DIGITS = 10;
 
     private final String items;
     private final String claims;
+    private final String slots;
     private final String sessions;
     private final int itemPathBytes;
     private final int slotPathBytes;
@@ -32,10 +37,11 @@ final class Layout {
     Layout(String path, String namespace) {
         this.items = ZKPaths.makePath(path, "items");
         this.claims = ZKPaths.makePath(path, "claims");
+        this.slots = ZKPaths.makePath(path, "slots");
         this.sessions = ZKPaths.makePath(path, "sessions");
         // Sizes as the server sees them: with the namespace, and with the sequence the server appends.
-        this.itemPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, itemPrefix())) + SEQUENCE_DIGITS;
-        this.slotPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, newWriterSlot()));
+        this.itemPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, itemPrefix(false))) + SEQUENCE_DIGITS;
+        this.slotPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, newSlot()));
     }
 
     String items() {
@@ -46,23 +52,30 @@ final class Layout {
         return claims;
     }
 
+    String slots() {
+        return slots;
+    }
+
     String sessions() {
         return sessions;
     }
 
-    /** A fresh writer slot path (see ProducerSlots). */
-    String newWriterSlot() {
-        return sessions + "/w-" + UUID.randomUUID();
+    /** Every parent, created on first use and never deleted by the queue. */
+    String[] parents() {
+        return new String[] {items, claims, slots, sessions};
     }
 
-    /** A fresh session marker path (see SessionMarker). */
+    String newSlot() {
+        return slots + "/" + UUID.randomUUID();
+    }
+
     String newSessionMarker() {
         return sessions + "/s-" + UUID.randomUUID();
     }
 
     /** The prefix a producer creates under, to which ZooKeeper appends the sequence. */
-    String itemPrefix() {
-        return items + "/" + ITEM_PREFIX;
+    String itemPrefix(boolean small) {
+        return items + "/" + (small ? SMALL_ITEM_PREFIX : ITEM_PREFIX);
     }
 
     String item(String name) {
@@ -84,11 +97,17 @@ final class Layout {
     /** An item name, or empty for anything else a hand outside the queue left under items. */
     static Optional<SequenceNode> parse(String name) {
         return SequenceNode.parse(name)
-                .filter(n -> n.prefix().equals(ITEM_PREFIX) && n.protectionId().isEmpty());
+                .filter(n -> (n.prefix().equals(ITEM_PREFIX) || n.prefix().equals(SMALL_ITEM_PREFIX))
+                        && n.protectionId().isEmpty());
     }
 
     static SequenceNode node(String name) {
         return parse(name).orElseThrow(() -> new IllegalArgumentException("not a queue item name: " + name));
+    }
+
+    /** Whether the item's stored form is known to be small, so that many fit in one reply. */
+    static boolean isSmall(String name) {
+        return name.startsWith(SMALL_ITEM_PREFIX);
     }
 
     private static int utf8Length(String s) {

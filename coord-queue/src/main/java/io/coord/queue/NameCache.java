@@ -1,57 +1,88 @@
 package io.coord.queue;
 
 import io.coord.core.SequenceNode;
-import io.coord.queue.NameState.Event;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The item names the consumers of one path in one client know of, each in one {@link NameState}; the candidates are
- * tried in sequence order. Each name is handed to one local consumer at a time. A name is held out while a local
- * consumer tries it, while another client's claim on it is watched, while a claim of ours holds it, and while our
- * claim on it is being deleted; a children read never brings such a name back.
+ * The item names the consumers of one path in one client know of, each in one {@link State}. Candidates are handed
+ * out in sequence order, each to one local consumer at a time.
  *
- * <p>Our claims are kept by name and session, as the server keeps them: a claim node is ours only while the session
- * that made it lives, and a claim of an ended session must never speak for a newer claim on the same item.
+ * <pre>
+ * (listed) --&gt; CANDIDATE -- taken --&gt; TAKEN -- put back --&gt; CANDIDATE
+ * TAKEN, CANDIDATE -- another client's claim seen --&gt; WATCHED -- claim deleted, or our session ended --&gt; CANDIDATE
+ * TAKEN -- claimed here --&gt; HELD -- released --&gt; CANDIDATE
+ * HELD -- its session ended --&gt; CANDIDATE
+ * any -- the item is gone --&gt; GONE -- a read no longer lists it --&gt; (forgotten)
+ * </pre>
+ *
+ * A children read never brings back a name that is out of play: GONE is remembered until a read no longer lists the
+ * name, so that a read sent before the item went cannot bring it back. Our claims are kept by name and session, as
+ * the server keeps them: a claim is ours only while the session that made it lives, and news of an ended session's
+ * claim never speaks for a newer claim on the same item.
  */
 final class NameCache {
-    /** One name: its state, the session of our claim on it (HELD_HERE, RELEASING), and whether it was seen claimed. */
+    private enum State {
+        /** In play: the next consumer to look may take it. */
+        CANDIDATE,
+        /** A local consumer is trying to take or claim it. */
+        TAKEN,
+        /** Another client's claim holds it; the watch on that claim brings it back. */
+        WATCHED,
+        /** A claim of ours, made on {@code session}, holds it. */
+        HELD,
+        /** The item is gone. */
+        GONE
+    }
+
     private static final class Entry {
-        NameState state = NameState.OUT_OF_PLAY;
+        State state;
         long session;
-        /** A claim attempt found it claimed; cleared once it is taken, or once a read no longer lists it. */
-        boolean seenClaimed;
+
+        Entry(State state) {
+            this.state = state;
+        }
     }
 
     private final ReentrantLock lock = new ReentrantLock();
-    // Guarded by lock. Names out of play that carry nothing worth keeping have no entry.
+    // Guarded by lock. candidates indexes the CANDIDATE entries in sequence order, and move() alone writes it.
     private final Map<String, Entry> entries = new HashMap<>();
-    // Guarded by lock, and written by move() alone: indexes of entries, the CANDIDATE names in sequence order and
-    // the names that stepped aside (DEFERRED, STEPPING_ASIDE).
     private final TreeSet<SequenceNode> candidates = new TreeSet<>();
-    private final Set<String> steppedAside = new HashSet<>();
 
-    /** Reserves the first name for the caller until {@link #attempted}; null when none is cached. */
-    String next() {
+    /**
+     * Hands out up to {@code max} names from the head, in order, until handed back or settled: a run of small items
+     * up to {@code smallPerRead}, or one item of any size. Empty when no candidate is cached.
+     */
+    List<String> take(int max, int smallPerRead) {
         lock.lock();
         try {
-            if (candidates.isEmpty()) {
-                return null;
+            List<String> taken = new ArrayList<>();
+            for (SequenceNode node : candidates) {
+                boolean small = Layout.isSmall(node.name());
+                if (!taken.isEmpty() && (!small || taken.size() >= Math.min(max, smallPerRead))) {
+                    break;
+                }
+                taken.add(node.name());
+                if (!small) {
+                    break;
+                }
             }
-            String head = candidates.first().name();
-            move(head, Event.HANDED_OUT);
-            return head;
+            taken.forEach(name -> move(name, State.TAKEN));
+            return taken;
         } finally {
             lock.unlock();
         }
     }
 
-    /** The first name, left in place (for peek). */
+    /** The first candidate, left in place (for peek). */
     String head() {
         lock.lock();
         try {
@@ -70,14 +101,101 @@ final class NameCache {
         }
     }
 
-    /** An attempt on {@code name} is over; names that stepped aside for it come back. */
-    void attempted(String name) {
+    /** A taken name goes back into play, at its place in the order. */
+    void putBack(String name) {
+        transition(name, State.TAKEN, State.CANDIDATE);
+    }
+
+    /** The item is gone, taken here or elsewhere. */
+    void gone(String name) {
         lock.lock();
         try {
-            move(name, Event.ATTEMPT_ENDED);
-            for (String stepped : List.copyOf(steppedAside)) {
-                if (!stepped.equals(name)) {
-                    move(stepped, Event.ANOTHER_ATTEMPT_ENDED);
+            move(name, State.GONE);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Holds a name out before asking, with a watch, whether another client's claim holds it. */
+    void watch(String name) {
+        lock.lock();
+        try {
+            Entry entry = entries.get(name);
+            if (entry == null || entry.state == State.CANDIDATE || entry.state == State.TAKEN) {
+                move(name, State.WATCHED);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The watched claim is gone, or was never there. Returns true if the name came back into play. */
+    boolean claimDeleted(String name) {
+        return transition(name, State.WATCHED, State.CANDIDATE);
+    }
+
+    /** A claim of ours, made on {@code session}, holds the name. */
+    void held(String name, long session) {
+        lock.lock();
+        try {
+            move(name, State.HELD).session = session;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Our claim made on {@code session} was deleted: the name is back in play. Returns true if it came back. */
+    boolean released(String name, long session) {
+        return endHold(name, session, State.CANDIDATE);
+    }
+
+    /** Our claim made on {@code session} was acknowledged: the item is gone. */
+    void acked(String name, long session) {
+        endHold(name, session, State.GONE);
+    }
+
+    /**
+     * Merges a children listing. Returns true if a name came into play. Listed names this cache does not hold out
+     * come into play, and so do those of our claims that died with an earlier session; names it no longer lists are
+     * forgotten, unless a local consumer holds them.
+     */
+    boolean merge(List<String> children, long currentSession) {
+        Set<String> listed = new HashSet<>();
+        for (String child : children) {
+            Layout.parse(child).ifPresent(node -> listed.add(node.name()));
+        }
+        lock.lock();
+        try {
+            for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<String, Entry> e = it.next();
+                State state = e.getValue().state;
+                if (!listed.contains(e.getKey()) && state != State.TAKEN && state != State.HELD) {
+                    it.remove();
+                    candidates.remove(Layout.node(e.getKey()));
+                }
+            }
+            boolean added = false;
+            for (String name : listed) {
+                Entry entry = entries.get(name);
+                if (entry == null || (entry.state == State.HELD && entry.session != currentSession)) {
+                    move(name, State.CANDIDATE);
+                    added = true;
+                }
+            }
+            return added;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The session ended, or a new one began: claim watches and claims of other sessions died with it. */
+    void sessionEnded(long currentSession) {
+        lock.lock();
+        try {
+            for (Map.Entry<String, Entry> e : List.copyOf(entries.entrySet())) {
+                Entry entry = e.getValue();
+                if (entry.state == State.WATCHED || (entry.state == State.HELD && entry.session != currentSession)) {
+                    move(e.getKey(), State.CANDIDATE);
                 }
             }
         } finally {
@@ -85,219 +203,48 @@ final class NameCache {
         }
     }
 
-    /** The item is gone. */
-    void forget(String name) {
+    private boolean transition(String name, State from, State to) {
         lock.lock();
         try {
-            move(name, Event.ITEM_GONE);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /**
-     * A claim attempt found the name claimed. The first time, while other names remain, the claim most likely
-     * belongs to a consumer taking the item right now: the name steps aside for one attempt on the next name, then
-     * comes back at the head. Returns false if the caller should ask who holds the claim instead.
-     */
-    boolean deferOnFirstSighting(String name) {
-        lock.lock();
-        try {
-            Entry entry = entries.computeIfAbsent(name, n -> new Entry());
-            if (entry.seenClaimed) {
+            Entry entry = entries.get(name);
+            if (entry == null || entry.state != from) {
                 return false;
             }
-            entry.seenClaimed = true;
-            if (candidates.isEmpty()) {
-                return false;
-            }
-            move(name, Event.FIRST_SIGHTING);
+            move(name, to);
             return true;
         } finally {
             lock.unlock();
         }
     }
 
-    /** The name was taken, by us or by someone else: forget that it was ever seen claimed. */
-    void settled(String name) {
+    private boolean endHold(String name, long session, State to) {
         lock.lock();
         try {
             Entry entry = entries.get(name);
-            if (entry != null) {
-                entry.seenClaimed = false;
-                dropIfEmpty(name, entry);
+            if (entry == null || entry.state != State.HELD || entry.session != session) {
+                return false; // a newer claim, or none: not this one's to end
             }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Holds a name out before asking, with a watch, who holds its claim; the watch brings it back. */
-    void watchClaim(String name) {
-        lock.lock();
-        try {
-            move(name, Event.WATCHING_CLAIM);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** The claim is gone, or turned out ours. Returns true if the name came back into play. */
-    boolean unwatchClaim(String name, boolean requeue) {
-        lock.lock();
-        try {
-            return move(name, requeue ? Event.CLAIM_DELETED : Event.CLAIM_ANSWERED) && requeue;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** A claim of ours, made on {@code session}, holds the name; {@code current} is the client's session now. */
-    void holdHere(String name, long session, long current) {
-        lock.lock();
-        try {
-            move(name, Event.HELD, session, current);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Whether a claim of ours made on {@code session} holds the name. */
-    boolean holds(String name, long session) {
-        lock.lock();
-        try {
-            Entry entry = entries.get(name);
-            return entry != null && entry.state == NameState.HELD_HERE && entry.session == session;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** The claim made on {@code session} is over; a claim of another session on the same name is left alone. */
-    void dropHeld(String name, long session) {
-        lock.lock();
-        try {
-            move(name, Event.HOLD_ENDED, session, 0);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Our claim on the name, made on {@code session}, is being deleted: it comes back once the delete is confirmed. */
-    void releasing(String name, long session, long current) {
-        lock.lock();
-        try {
-            move(name, Event.RELEASING, session, current);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /**
-     * The delete of the claim made on {@code session} is confirmed. The name comes back unless a newer claim of ours
-     * holds it. Returns true if it came back.
-     */
-    boolean released(String name, long session) {
-        lock.lock();
-        try {
-            return move(name, Event.RELEASED, session, 0);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Adds the listed names not held out on the {@code current} session. Returns true if any was new. */
-    boolean merge(List<String> children, long current) {
-        boolean added = false;
-        Set<String> listed = new HashSet<>(children);
-        lock.lock();
-        try {
-            for (String name : List.copyOf(entries.keySet())) {
-                if (!listed.contains(name)) { // the item is gone
-                    entries.get(name).seenClaimed = false;
-                    move(name, Event.NOT_LISTED);
-                }
-            }
-            for (String child : children) {
-                // A claim of another session died with it: its name is free again, and is listed like any other.
-                if (Layout.parse(child).isPresent()) {
-                    added |= move(child, Event.LISTED, 0, current) && entries.get(child).state == NameState.CANDIDATE;
-                }
-            }
-        } finally {
-            lock.unlock();
-        }
-        return added;
-    }
-
-    /**
-     * A session ended, or the {@code current} one began: the watches on other clients' claims died, and so did every
-     * claim of ours made on any session but the current one. Their names come back; claims of the current session,
-     * which may have been made before this news arrived, stay.
-     */
-    void sessionEnded(long current) {
-        lock.lock();
-        try {
-            for (String name : List.copyOf(entries.keySet())) {
-                move(name, Event.SESSION_ENDED, 0, current);
-            }
+            move(name, to);
+            return true;
         } finally {
             lock.unlock();
         }
     }
 
     // Guarded by lock.
-    private boolean move(String name, Event event) {
-        return move(name, event, 0, 0);
-    }
-
-    /**
-     * Guarded by lock. Every change of state goes through here, as {@link NameState#on} says, and keeps the indexes in
-     * step. Returns true if the state changed.
-     */
-    private boolean move(String name, Event event, long session, long current) {
-        Entry entry = entries.get(name);
-        NameState from = entry == null ? NameState.OUT_OF_PLAY : entry.state;
-        NameState to = from.on(event, entry == null ? 0 : entry.session, session, current);
-        if (to == null) {
-            if (entry != null) {
-                dropIfEmpty(name, entry);
-            }
-            return false;
+    private Entry move(String name, State to) {
+        Entry entry = entries.computeIfAbsent(name, n -> new Entry(to));
+        Optional<SequenceNode> node = Layout.parse(name);
+        if (node.isEmpty()) {
+            throw new IllegalArgumentException("not a queue item name: " + name);
         }
-        if (entry == null) {
-            entry = new Entry();
-            entries.put(name, entry);
-        }
-        index(name, from, false);
-        entry.state = to;
-        entry.session = to == NameState.HELD_HERE || to == NameState.RELEASING ? session : 0;
-        index(name, to, true);
-        dropIfEmpty(name, entry);
-        return true;
-    }
-
-    // Guarded by lock.
-    private void index(String name, NameState state, boolean add) {
-        switch (state) {
-            case CANDIDATE -> update(candidates, Layout.node(name), add);
-            case DEFERRED, STEPPING_ASIDE -> update(steppedAside, name, add);
-            default -> {}
-        }
-    }
-
-    private static <E> void update(Set<E> index, E element, boolean add) {
-        if (add) {
-            index.add(element);
+        if (to == State.CANDIDATE) {
+            candidates.add(node.get());
         } else {
-            index.remove(element);
+            candidates.remove(node.get());
         }
-    }
-
-    // Guarded by lock.
-    private void dropIfEmpty(String name, Entry entry) {
-        if (entry.state == NameState.OUT_OF_PLAY && !entry.seenClaimed) {
-            entries.remove(name);
-        }
+        entry.state = to;
+        entry.session = 0;
+        return entry;
     }
 }

@@ -1,15 +1,26 @@
 package io.coord.queue;
 
+import io.coord.core.internal.ResultCodes;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.apache.zookeeper.KeeperException.Code;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A claim held by this client: the EPHEMERAL znode {@code claims/<name>} of the session that made it. It stays ours
- * while that session lives, which is why every step compares the current session with the one that claimed.
+ * while that session lives, which is why every step compares the current session with the one that claimed, and
+ * every delete of the claim is guarded by that session's marker (see {@link SessionMarker}).
  *
  * <p>States: HELD -> ACKED (item removed), HELD -> RELEASED (claim deleted), HELD -> LOST (the session ended, or
  * the ack found the claim gone). The end states are final.
  */
 final class QueueClaim<T> implements Claim<T> {
+    private static final Logger log = LoggerFactory.getLogger(QueueClaim.class);
+
     private enum State {
         HELD,
         ACKED,
@@ -37,23 +48,22 @@ final class QueueClaim<T> implements Claim<T> {
         return item;
     }
 
+    /**
+     * {check marker, delete items/X, delete claims/X} with a write slot: if the reply is lost, the slot says whether
+     * the item was removed, so a true answer means it was, exactly once.
+     */
     @Override
     public boolean ack() {
         lock.lock();
         try {
-            switch (state) {
-                case ACKED:
-                    return true;
-                case RELEASED:
-                case LOST:
-                    return false;
-                case HELD:
-                    break;
+            if (state != State.HELD) {
+                return state == State.ACKED;
             }
-            boolean removed = queue.context.sessionId() == session && queue.claims.remove(name, session);
-            state = removed ? State.ACKED : State.LOST;
-            queue.items.names().dropHeld(name, session); // only this claim's record: a newer one may hold the name
-            return removed;
+            state = remove() ? State.ACKED : State.LOST;
+            if (state == State.ACKED) {
+                queue.items.names().acked(name, session);
+            }
+            return state == State.ACKED;
         } finally {
             lock.unlock();
         }
@@ -70,12 +80,13 @@ final class QueueClaim<T> implements Claim<T> {
             if (queue.context.sessionId() != session) {
                 // The claim died with its session, and the name came back then. A newer claim on the item, ours or
                 // anyone's, is not this one's to release.
-                queue.items.names().dropHeld(name, session);
                 return;
             }
             // Waits for the first answer only, so that a poll right after close() finds the item at the head; a
             // delete that cannot reach the server keeps trying after reconnecting, while the claim lives.
-            Requests.awaitFully(queue.claims.release(name, session), queue.layout.claim(name));
+            CompletableFuture<Void> firstAnswer = new CompletableFuture<>();
+            release(firstAnswer);
+            Requests.awaitFully(firstAnswer, queue.layout.claim(name));
         } finally {
             lock.unlock();
         }
@@ -89,5 +100,57 @@ final class QueueClaim<T> implements Claim<T> {
         } finally {
             lock.unlock();
         }
+    }
+
+    private boolean remove() {
+        CuratorFramework client = queue.context.client();
+        while (true) {
+            String marker = queue.marker.existing(session);
+            if (marker == null) {
+                return false; // the session ended: the claim died with it
+            }
+            Slots.Outcome outcome = queue.slots.commit(
+                    queue.slots.borrowFully(),
+                    List.of(
+                            TransactionOps.check(client, marker),
+                            TransactionOps.delete(client, queue.layout.item(name)),
+                            TransactionOps.delete(client, queue.layout.claim(name))),
+                    queue.layout.item(name));
+            if (outcome.landed()) {
+                return true;
+            }
+            if (outcome.failedOp() >= 0) {
+                return false; // the marker (so the session) or the claim is gone
+            }
+            // The reply was lost and nothing landed: send again while the claim's session lives.
+        }
+    }
+
+    /** {check marker, delete claims/X}, sent again after each reconnection while the claim's session lives. */
+    private void release(CompletableFuture<Void> firstAnswer) {
+        String claimPath = queue.layout.claim(name);
+        String marker = queue.marker.existing(session);
+        if (marker == null) {
+            firstAnswer.complete(null); // the claim died with its session
+            return;
+        }
+        CuratorFramework client = queue.context.client();
+        List<CuratorOp> ops = List.of(TransactionOps.check(client, marker), TransactionOps.delete(client, claimPath));
+        Requests.call(
+                        queue.context,
+                        claimPath,
+                        cb -> client.transaction().inBackground(cb).forOperations(ops))
+                .whenComplete((event, error) -> {
+                    Code code = error == null ? Requests.code(event) : null;
+                    if (code == Code.OK || code == Code.NONODE) {
+                        queue.items.released(name, session); // deleted, or already gone with its session
+                    } else if (code != null && ResultCodes.isInDoubt(code) && queue.context.sessionId() == session) {
+                        queue.context.whenConnected(() -> release(firstAnswer)); // sending never blocks
+                    } else {
+                        log.debug(
+                                "release of {} left to its session's end: {}", claimPath, error != null ? error : code);
+                    }
+                    firstAnswer.complete(null);
+                });
     }
 }

@@ -2,21 +2,36 @@ package io.coord.queue;
 
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.ResultCodes;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
+import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.OpResult;
 
 /**
- * The consuming side of one {@link DistributedQueue}: poll, take, claim and peek over the shared {@link ItemsWatch}.
+ * The consuming side of one {@link DistributedQueue}: poll, take, drain, claim and peek over the shared
+ * {@link ItemsWatch}.
  *
- * <p>Waiting (for an item, for a children read, or for the connection) honours interrupts and the deadline, and a
- * timed call sends no claim while disconnected. An attempt on one item, once its first write (the claim) is sent,
- * is seen through whatever interrupts arrive and however long it takes, and its result is returned with the
- * interrupt flag still set: an item already removed is never dropped on the floor.
+ * <p>A take is two requests: one read of the items' data (a multi-read of up to a batch of small items), then one
+ * transaction that removes them and proves, item by item, that nobody holds a claim on it: {create claims/X, delete
+ * claims/X, delete items/X}, which fails as a whole if claims/X exists and leaves nothing behind when it succeeds.
+ * The transaction also sets a write slot, so that its outcome is known whatever happens to the reply or the session
+ * (see {@link Slots}): an item is delivered exactly once. A batch that loses a race to another consumer is sent again
+ * with what is left. A claim is the same read, then {create claims/X EPHEMERAL, check items/X}.
+ *
+ * <p>Waiting (for an item, a read, the connection, a new slot) honours interrupts and the deadline, and a timed call
+ * sends no write while disconnected. Once a write is sent it is seen through whatever interrupts arrive, and its
+ * result is returned with the interrupt flag still set: an item already removed is never dropped on the floor.
  */
 final class QueueConsumer<T> {
+    /** Items taken in one round trip at most. */
+    static final int MAX_BATCH = 100;
+
     private final SharedQueue queue;
     private final QueueSerializer<T> serializer;
 
@@ -29,59 +44,68 @@ final class QueueConsumer<T> {
     record Taken<T>(T item, QueueClaim<T> claim) {}
 
     /**
-     * Takes (or claims) the first item nobody else holds; null if there is none by the deadline. With
-     * {@link Deadline#now()} it reads the children once, after the call, and never waits.
+     * Takes up to {@code max} items (one claimed item if {@code claim}), in queue order, waiting until the deadline
+     * for the first one; once it has some, it takes what is there and returns. With {@link Deadline#now()} it never
+     * waits, and reads the children once, after the call, if it knows of no item.
      */
-    Taken<T> consume(boolean claim, Deadline deadline) throws InterruptedException {
+    List<Taken<T>> take(int max, boolean claim, Deadline deadline) throws InterruptedException {
+        List<Taken<T>> taken = new ArrayList<>();
         ItemsWatch items = queue.items;
         boolean waiting = false;
         boolean listed = false;
         try {
-            while (true) {
+            while (taken.size() < max) {
                 CompletableFuture<Void> seen = items.signal();
-                // Before a name is taken: a claim sent while disconnected would be waited for past the deadline.
-                if (deadline.allowsWaiting() && !queue.context.awaitConnected(deadline)) {
-                    return null;
+                // Before a name is taken: a write sent while disconnected would be waited for past the deadline.
+                if (deadline.allowsWaiting() && taken.isEmpty() && !queue.context.awaitConnected(deadline)) {
+                    return taken;
                 }
-                String name = items.names().next();
-                if (name != null) {
-                    Taken<T> taken = attempt(name, claim);
-                    if (taken != null) {
+                List<String> names = items.names()
+                        .take(claim ? 1 : Math.min(max - taken.size(), MAX_BATCH), ItemCodec.smallItemsPerRead());
+                if (!names.isEmpty()) {
+                    if (!round(names, claim, deadline, taken)) {
                         return taken;
                     }
                     continue;
                 }
                 if (!deadline.allowsWaiting()) {
                     if (listed) {
-                        return null;
+                        return taken;
                     }
-                    // A read sent after the call, so that an item written before it is seen.
-                    listed = true;
-                    if (!Requests.awaitFully(items.read(false), queue.layout.items())) {
-                        return null;
-                    }
+                    listed = true; // a read sent after the call, so that an item written before it is seen
+                    Requests.awaitFully(items.read(), queue.layout.items());
                     continue;
                 }
-                if (deadline.expired()) {
-                    return null;
+                if (!taken.isEmpty() || deadline.expired()) {
+                    return taken;
                 }
                 if (!waiting) {
-                    waiting = true;
-                    items.joinWaiters();
+                    waiting = true; // the watch first: arming it counts as a change, so a read follows
+                    Requests.await(items.join(), deadline, queue.layout.items());
+                    continue;
                 }
-                boolean inTime = items.armedAndEmpty() ? ChangeSignal.await(seen, deadline) : refresh(deadline);
-                if (!inTime) {
-                    return null;
+                CompletableFuture<Void> armed = items.ensureArmed();
+                if (!armed.isDone() || armed.isCompletedExceptionally()) {
+                    Requests.await(armed, deadline, queue.layout.items()); // a session end took the watch away
+                } else if (items.changedSinceRead()) {
+                    if (!read(deadline)) {
+                        return taken;
+                    }
+                } else if (!ChangeSignal.await(seen, deadline)) {
+                    return taken;
                 }
             }
+            return taken;
+        } catch (TimeoutException e) {
+            return taken;
         } finally {
             if (waiting) {
-                items.leaveWaiters();
+                items.leave();
             }
         }
     }
 
-    /** The first item nobody holds, left in place; null when there is none. Costs two reads per item looked at. */
+    /** The first item nobody holds, left in place: one multi-read of the item and its claim per name looked at. */
     T peek() {
         NameCache names = queue.items.names();
         boolean listed = false;
@@ -92,105 +116,226 @@ final class QueueConsumer<T> {
                     return null;
                 }
                 listed = true;
-                Requests.awaitFully(queue.items.read(false), queue.layout.items());
+                Requests.awaitFully(queue.items.read(), queue.layout.items());
                 continue;
             }
-            String itemPath = queue.layout.item(name);
-            CuratorEvent item = Requests.awaitFully(
-                    Requests.call(
-                            queue.context,
-                            itemPath,
-                            cb -> queue.context
-                                    .client()
-                                    .getData()
-                                    .inBackground(cb)
-                                    .forPath(itemPath)),
-                    itemPath);
-            if (Requests.code(item) == Code.NONODE) {
-                names.forget(name);
-                continue;
-            }
-            if (Requests.code(item) != Code.OK) {
-                throw Requests.failure("reading", itemPath, Requests.code(item));
-            }
-            if (!isClaimed(name)) {
-                return serializer.deserialize(ItemCodec.payload(item.getData()));
-            }
-        }
-    }
-
-    /** Asks with a watch whether someone holds the item's claim: getData, since exists would leave a watch. */
-    private boolean isClaimed(String name) {
-        NameCache names = queue.items.names();
-        CuratorEvent claim = queue.readClaimWatched(name);
-        Code code = Requests.code(claim);
-        if (code == Code.OK) {
-            return true; // the name stays out of play until the watch sees the claim go
-        }
-        names.unwatchClaim(name, true);
-        if (code != Code.NONODE) {
-            throw Requests.failure("reading", queue.layout.claim(name), code);
-        }
-        return false;
-    }
-
-    /** Claims one item, reads it, and removes it unless a claim was asked for. Null if it was not ours to have. */
-    private Taken<T> attempt(String name, boolean claim) {
-        try {
-            ClaimOps.Claimed claimed = queue.claims.claim(name);
-            if (claimed.outcome() == ClaimOps.Outcome.OURS || claimed.outcome() == ClaimOps.Outcome.GONE) {
-                queue.items.names().settled(name);
-            }
-            if (claimed.outcome() != ClaimOps.Outcome.OURS) {
-                return null;
-            }
-            long session = claimed.session();
-            byte[] stored = queue.claims.read(name, session);
+            List<OpResult> results = Requests.awaitFully(
+                    Requests.readAll(queue.context, List.of(queue.layout.item(name), queue.layout.claim(name))),
+                    queue.layout.item(name));
+            byte[] stored = data(results.get(0), queue.layout.item(name));
             if (stored == null) {
-                queue.claims.release(name, session);
-                return null;
+                names.gone(name);
+            } else if (data(results.get(1), queue.layout.claim(name)) != null) {
+                watchClaim(name);
+            } else {
+                return serializer.deserialize(ItemCodec.payload(stored));
             }
-            T item;
-            try {
-                item = serializer.deserialize(ItemCodec.payload(stored));
-            } catch (RuntimeException | Error e) {
-                // Nothing is removed before the item is known to be readable: give the claim back, then fail.
-                Requests.awaitFully(queue.claims.release(name, session), queue.layout.claim(name));
-                throw e;
-            }
-            if (claim) {
-                queue.items.names().holdHere(name, session, queue.context.sessionId());
-                return new Taken<>(item, new QueueClaim<>(queue, name, session, item));
-            }
-            return queue.claims.remove(name, session) ? new Taken<>(item, null) : null;
-        } finally {
-            queue.items.names().attempted(name);
         }
     }
 
-    /** Reads the children for a blocked consumer; false if the deadline passed first. */
-    private boolean refresh(Deadline deadline) throws InterruptedException {
-        CompletableFuture<Boolean> answer = queue.items.read(true);
-        boolean exists;
+    /**
+     * Takes or claims the named items, which the caller holds out of play; every name ends gone, held, watched or
+     * back in play. Returns false if the deadline passed before a write was sent.
+     */
+    private boolean round(List<String> names, boolean claim, Deadline deadline, List<Taken<T>> taken)
+            throws InterruptedException {
+        NameCache cache = queue.items.names();
+        Slots.Slot slot;
+        List<OpResult> results;
         try {
-            exists = deadline.await(answer);
+            slot = queue.slots.borrow(deadline);
+            results = Requests.awaitWithin(
+                    Requests.readAll(
+                            queue.context,
+                            names.stream().map(queue.layout::item).toList()),
+                    deadline,
+                    queue.layout.items());
         } catch (TimeoutException e) {
+            names.forEach(cache::putBack);
             return false;
-        } catch (ExecutionException e) {
-            if (!ResultCodes.isInDoubt(e.getCause()) || queue.context.isClosed()) {
-                throw Requests.failure("listing", queue.layout.items(), e.getCause());
-            }
-            // Curator's retries ran out on a lost connection: a blocked consumer waits for it to come back.
-            return queue.context.awaitConnected(deadline);
+        } catch (RuntimeException | InterruptedException e) {
+            names.forEach(cache::putBack);
+            throw e;
         }
-        if (!exists) {
-            // No items parent, so no watch could be left: create it, and the next read leaves one.
-            try {
-                Requests.await(queue.ensureLayout(), deadline, queue.layout.items());
-            } catch (TimeoutException e) {
-                return false;
+        List<String> present = new ArrayList<>();
+        List<T> decoded = new ArrayList<>();
+        for (int i = 0; i < names.size(); i++) {
+            String name = names.get(i);
+            byte[] stored = data(results.get(i), queue.layout.item(name));
+            if (stored == null) {
+                cache.gone(name);
+                continue;
             }
+            try {
+                decoded.add(serializer.deserialize(ItemCodec.payload(stored)));
+                present.add(name);
+            } catch (RuntimeException | Error e) {
+                // Nothing is removed unless it is known to be readable. The items before it go out now; this one
+                // fails the next call that reaches it.
+                names.subList(i, names.size()).forEach(cache::putBack);
+                if (present.isEmpty()) {
+                    queue.slots.giveBack(slot);
+                    throw e;
+                }
+                break;
+            }
+        }
+        if (present.isEmpty()) {
+            queue.slots.giveBack(slot);
+            return true;
+        }
+        if (claim) {
+            claimOne(slot, present.get(0), decoded.get(0), taken);
+        } else {
+            remove(slot, present, decoded, taken);
         }
         return true;
+    }
+
+    private void remove(Slots.Slot slot, List<String> names, List<T> decoded, List<Taken<T>> taken) {
+        CuratorFramework client = queue.context.client();
+        List<CuratorOp> ops = new ArrayList<>(3 * names.size());
+        for (String name : names) {
+            String claimPath = queue.layout.claim(name);
+            ops.add(TransactionOps.create(client, claimPath, CreateMode.EPHEMERAL, new byte[0]));
+            ops.add(TransactionOps.delete(client, claimPath));
+            ops.add(TransactionOps.delete(client, queue.layout.item(name)));
+        }
+        Slots.Outcome outcome = queue.slots.commit(slot, ops, queue.layout.items());
+        NameCache cache = queue.items.names();
+        if (outcome.landed()) {
+            for (int i = 0; i < names.size(); i++) {
+                cache.gone(names.get(i));
+                taken.add(new Taken<>(decoded.get(i), null));
+            }
+            return;
+        }
+        int failed = outcome.failedOp();
+        int lost = failed >= 0 && failed < ops.size() ? failed / 3 : -1;
+        for (int i = 0; i < names.size(); i++) {
+            if (i != lost) {
+                cache.putBack(names.get(i));
+            }
+        }
+        if (lost >= 0) {
+            settleLost(names.get(lost), failed % 3 == 0, outcome.code());
+        }
+    }
+
+    /**
+     * Claims one item: {create claims/X EPHEMERAL, check items/X}. The claim is ours if the session we sent it on is
+     * still the client's when the answer comes; if the session changed, or the landing was learned from the slot,
+     * the claim's own owner says.
+     */
+    private void claimOne(Slots.Slot slot, String name, T item, List<Taken<T>> taken) {
+        CuratorFramework client = queue.context.client();
+        String claimPath = queue.layout.claim(name);
+        long session = queue.context.sessionId();
+        Slots.Outcome outcome = queue.slots.commit(
+                slot,
+                List.of(
+                        TransactionOps.create(client, claimPath, CreateMode.EPHEMERAL, new byte[0]),
+                        TransactionOps.check(client, queue.layout.item(name))),
+                claimPath);
+        NameCache cache = queue.items.names();
+        if (!outcome.landed()) {
+            if (outcome.failedOp() == 0 || outcome.failedOp() == 1) {
+                settleLost(name, outcome.failedOp() == 0, outcome.code());
+            } else {
+                cache.putBack(name);
+            }
+            return;
+        }
+        long owner = outcome.reply() != null && queue.context.sessionId() == session ? session : ownerOf(claimPath);
+        if (owner == 0 || owner != queue.context.sessionId() || queue.marker.of(owner) == null) {
+            cache.putBack(name); // the claim died with its session before it could be used
+            return;
+        }
+        cache.held(name, owner);
+        taken.add(new Taken<>(item, new QueueClaim<>(queue, name, owner, item)));
+    }
+
+    /** An item a transaction failed on: claimed by someone (watch the claim), or gone. */
+    private void settleLost(String name, boolean onClaim, Code code) {
+        NameCache cache = queue.items.names();
+        if (onClaim && code == Code.NODEEXISTS) {
+            watchClaim(name);
+        } else if (!onClaim && code == Code.NONODE) {
+            cache.gone(name); // taken by another consumer
+        } else if (onClaim && code == Code.NONODE) {
+            cache.putBack(name); // no claims parent yet
+            Requests.awaitFully(queue.ensureLayout(), queue.layout.claims());
+        } else {
+            cache.putBack(name);
+            throw Requests.failure("taking", queue.layout.item(name), code);
+        }
+    }
+
+    /**
+     * Holds the name out until another client's claim on it goes: a getData with a watch, since exists would leave a
+     * watch on a claim that is not there. Held out before the read, so that a delete that fires the watch at once
+     * still finds it; answered in the background.
+     */
+    private void watchClaim(String name) {
+        NameCache cache = queue.items.names();
+        cache.watch(name);
+        String claimPath = queue.layout.claim(name);
+        Requests.call(
+                        queue.context,
+                        claimPath,
+                        cb -> queue.context
+                                .client()
+                                .getData()
+                                .usingWatcher(queue.items.claimsWatcher())
+                                .inBackground(cb)
+                                .forPath(claimPath))
+                .whenComplete((event, error) -> {
+                    if (error != null || Requests.code(event) != Code.OK) {
+                        queue.items.claimGone(name); // gone already, or unknown: the next attempt finds out
+                    }
+                });
+    }
+
+    /** The session that owns a claim node, or 0 if it is gone. */
+    private long ownerOf(String claimPath) {
+        CuratorEvent event = Requests.awaitFully(
+                Requests.call(
+                        queue.context,
+                        claimPath,
+                        cb -> queue.context
+                                .client()
+                                .checkExists()
+                                .inBackground(cb)
+                                .forPath(claimPath)),
+                claimPath);
+        return Requests.code(event) == Code.OK ? event.getStat().getEphemeralOwner() : 0;
+    }
+
+    /** Reads the children for a consumer; false if the deadline passed first. */
+    private boolean read(Deadline deadline) throws InterruptedException {
+        try {
+            Requests.await(queue.items.readCurrent(), deadline, queue.layout.items());
+            return true;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (RuntimeException e) {
+            if (!deadline.allowsWaiting() || !ResultCodes.isInDoubt(e) || queue.context.isClosed()) {
+                throw e;
+            }
+            // Curator's retries ran out on a lost connection: a waiting consumer waits for it to come back.
+            return queue.context.awaitConnected(deadline);
+        }
+    }
+
+    /** A read's data, or null if the znode does not exist. */
+    private static byte[] data(OpResult result, String path) {
+        if (result instanceof OpResult.GetDataResult read) {
+            return read.getData() == null ? new byte[0] : read.getData();
+        }
+        Code code = Code.get(((OpResult.ErrorResult) result).getErr());
+        if (code == Code.NONODE) {
+            return null;
+        }
+        throw Requests.failure("reading", path, code);
     }
 }

@@ -3,30 +3,32 @@ package io.coord.queue;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
 import io.coord.core.internal.SingleFlight;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.data.Stat;
 
 /**
  * The state of one queue path in one client, shared by every {@link DistributedQueue} instance built on them: the
- * consumers' cached item names and watch, the producers' room watch and slots, and the coalesced size read. It is
- * kept in the client's {@link ClientContext}, which also tells it of every change of connection and session.
+ * consumers' cached names and the watch ({@link ItemsWatch}), the write slots, the session marker, and what the
+ * client knows of the item count. It is kept in the client's {@link ClientContext}, which also tells it of every
+ * change of connection and session.
  */
 final class SharedQueue {
     final ClientContext context;
     final Layout layout;
     final ItemsWatch items;
-    final ClaimOps claims;
+    final Slots slots;
     final SessionMarker marker;
-    final RoomWatch room;
-    final ProducerSlots slots;
-    /** The Stat of the items parent (null if it does not exist yet): numChildren is the size, cversion the sequence. */
+    /** The Stat of the items parent (null if it does not exist yet): numChildren is the size. */
     final SingleFlight<Stat> counts;
 
-    private final AtomicReference<CompletableFuture<Void>> ensuring = new AtomicReference<>();
+    /** At most {@code count} items were in the queue once {@code created} items had ever been created in it. */
+    private record Known(int count, long created) {}
+
+    private final AtomicReference<Known> known = new AtomicReference<>();
 
     /** The shared state of {@code path} on this context's client, made on first use; does no I/O. */
     static SharedQueue of(ClientContext context, String path) {
@@ -41,31 +43,55 @@ final class SharedQueue {
         this.context = context;
         this.layout = new Layout(path, context.client().getNamespace());
         this.items = new ItemsWatch(context, layout);
-        this.claims = new ClaimOps(this);
+        this.slots = new Slots(this);
         this.marker = new SessionMarker(this);
-        this.room = new RoomWatch(context, layout.items());
-        this.slots = new ProducerSlots(this);
         this.counts = new SingleFlight<>(this::readCount);
     }
 
-    /** Creates the three parents if they are missing; they are never deleted by the queue. */
+    /** Creates the parents that are missing; they are never deleted by the queue. */
     CompletableFuture<Void> ensureLayout() {
-        return CompletableFuture.allOf(ensure(layout.items()), ensure(layout.claims()), ensure(layout.sessions()));
+        return CompletableFuture.allOf(
+                Arrays.stream(layout.parents()).map(this::ensure).toArray(CompletableFuture[]::new));
+    }
+
+    /**
+     * The most items the queue can hold now as far as this client knows without asking, or -1 if it does not know:
+     * the count of the last read, plus every item created since, learned from the sequence numbers our own writes
+     * were given. Items removed since are not subtracted, so this only errs high.
+     */
+    int countBound() {
+        Known k = known.get();
+        return k == null ? -1 : k.count();
+    }
+
+    /** A fresh count. ZooKeeper numbers sequential children by creates alone, while cversion counts deletes too. */
+    void counted(Stat parent) {
+        long created = (parent.getCversion() + parent.getNumChildren()) / 2;
+        learn(new Known(parent.getNumChildren(), created));
+    }
+
+    /** Our write created items up to {@code lastSequence}: everyone's creates since the last count are now known. */
+    void wrote(long lastSequence) {
+        Known k = known.get();
+        if (k != null && lastSequence + 1 > k.created()) {
+            learn(new Known(
+                    (int) Math.min(Integer.MAX_VALUE, k.count() + lastSequence + 1 - k.created()), lastSequence + 1));
+        }
+    }
+
+    private void learn(Known next) {
+        known.accumulateAndGet(next, (old, now) -> old == null || now.created() >= old.created() ? now : old);
     }
 
     /** On Curator's listener thread: only flips local state and wakes waiters, never blocks. */
     private void sessionChanged(SessionEvent event) {
         switch (event) {
             case SUSPENDED -> {} // watches and ephemeral znodes live on unless the session ends
-            case RECONNECTED -> {
-                // Same session: our claims and watches survived. Waiters look again, now that requests can go out.
-                items.reconnected();
-                room.connectionChanged(false);
-            }
-            case SESSION_ENDED, NEW_SESSION, CLOSED -> {
-                // Our watches and claims died with the session; on close, waiters wake to fail on their next request.
-                items.sessionEnded(context.sessionId());
-                room.connectionChanged(true);
+            case RECONNECTED -> items.reconnected(); // same session: claims and watches survived, events did not
+            case SESSION_ENDED, NEW_SESSION -> items.sessionEnded(context.sessionId());
+            case CLOSED -> {
+                slots.deleteAll(); // sent ahead of the session's close, while the client can still send
+                items.sessionEnded(0);
             }
         }
     }
@@ -93,29 +119,12 @@ final class SharedQueue {
                         layout.items(),
                         cb -> context.client().checkExists().inBackground(cb).forPath(layout.items()))
                 .thenApply(event -> switch (Requests.code(event)) {
-                    case OK -> event.getStat();
+                    case OK -> {
+                        counted(event.getStat());
+                        yield event.getStat();
+                    }
                     case NONODE -> null;
                     default -> throw Requests.failure("reading the size of", layout.items(), Requests.code(event));
                 });
-    }
-
-    /**
-     * Reads claims/X with a watch, so that a claim held elsewhere brings the name back when it goes: getData, since
-     * exists would leave a watch on a claim that is not there. The name is held out before the read, so a deletion
-     * that fires the watch at once still finds it.
-     */
-    CuratorEvent readClaimWatched(String name) {
-        items.names().watchClaim(name);
-        String claimPath = layout.claim(name);
-        return Requests.awaitFully(
-                Requests.call(
-                        context,
-                        claimPath,
-                        cb -> context.client()
-                                .getData()
-                                .usingWatcher(items.claimsWatcher())
-                                .inBackground(cb)
-                                .forPath(claimPath)),
-                claimPath);
     }
 }

@@ -175,11 +175,11 @@ class CapacityAndBatchTest {
         CuratorFramework client = zk.newClient();
         DistributedQueue<String> queue = queue(client, path, 10);
         queue.putAll(List.of("a", "b"));
-        // Pull the writer slot from under the producer: the next transaction's last operation fails on it, so its
-        // creates, which ran first, are undone with it. The producer finds its token nowhere and writes again.
+        // Pull the write slot from under the producer: the next transaction's last operation fails on it, so its
+        // creates, which ran first, are undone with it. The producer takes a new slot and writes again.
         CuratorFramework other = zk.newClient();
-        for (String slot : other.getChildren().forPath(path + "/sessions")) {
-            other.delete().forPath(path + "/sessions/" + slot);
+        for (String slot : other.getChildren().forPath(path + "/slots")) {
+            other.delete().forPath(path + "/slots/" + slot);
         }
 
         queue.putAll(List.of("c", "d", "e"));

@@ -10,8 +10,10 @@ import org.junit.jupiter.api.Test;
 
 /** The name cache's state machine on its own: no server, just the moves consumers and watches make. */
 class NameCacheTest {
-    private static final String A = "qn-0000000001";
-    private static final String B = "qn-0000000002";
+    private static final String A = "qs-0000000001";
+    private static final String B = "qs-0000000002";
+    private static final String BIG = "qn-0000000003";
+    private static final String C = "qs-0000000004";
     private static final long OLD = 1;
     private static final long NEW = 2;
 
@@ -20,77 +22,92 @@ class NameCacheTest {
         NameCache names = new NameCache();
         assertTrue(names.merge(List.of(B, "not-an-item", A), NEW));
 
-        assertEquals(A, names.next());
-        assertEquals(B, names.next());
-        assertNull(names.next());
-        assertFalse(names.merge(List.of(A, B), NEW), "names being attempted are held out");
-        names.attempted(A);
-        assertTrue(names.merge(List.of(A, B), NEW), "an attempt that ended leaves the name to the next read");
+        assertEquals(List.of(A), names.take(1, 100));
+        assertEquals(List.of(B), names.take(1, 100));
+        assertEquals(List.of(), names.take(1, 100));
+        assertFalse(names.merge(List.of(A, B), NEW), "names being taken are held out");
+        names.putBack(A);
         assertEquals(A, names.head());
     }
 
     @Test
-    void nameSeenClaimedStepsAsideForOneAttemptThenComesBackAtTheHead() {
+    void aBatchIsARunOfSmallItemsOrOneItemOfAnySize() {
+        NameCache names = new NameCache();
+        names.merge(List.of(A, B, BIG, C), NEW);
+
+        assertEquals(List.of(A, B), names.take(10, 100), "a batch stops before an item of unknown size");
+        assertEquals(List.of(BIG), names.take(10, 100), "which goes alone");
+        assertEquals(List.of(C), names.take(10, 100));
+        names.putBack(A);
+        names.putBack(B);
+        assertEquals(List.of(A), names.take(10, 1), "no more small items than one reply can carry");
+    }
+
+    @Test
+    void aGoneNameIsNotBroughtBackByAReadSentBeforeItWent() {
         NameCache names = new NameCache();
         names.merge(List.of(A, B), NEW);
-        assertEquals(A, names.next());
+        names.take(2, 100);
+        names.gone(A);
+        names.putBack(B);
 
-        assertTrue(names.deferOnFirstSighting(A));
-        names.attempted(A);
-        assertEquals(B, names.next());
-        names.attempted(B);
-
-        assertEquals(A, names.next(), "back at the head after one attempt on the next name");
-        assertFalse(names.deferOnFirstSighting(A), "the second sighting asks who holds the claim");
+        assertFalse(names.merge(List.of(A, B), NEW), "a stale listing still names A");
+        assertEquals(List.of(B), names.take(2, 100));
+        names.merge(List.of(B), NEW);
+        assertTrue(names.merge(List.of(A), NEW), "once a read no longer lists it, it is forgotten");
     }
 
     @Test
     void watchedClaimBringsItsNameBackWhenDeleted() {
         NameCache names = new NameCache();
         names.merge(List.of(A), NEW);
-        assertEquals(A, names.next());
-        names.watchClaim(A);
-        names.attempted(A);
+        names.take(1, 100);
+        names.watch(A);
 
         assertFalse(names.merge(List.of(A), NEW), "a read never brings back a name claimed elsewhere");
-        assertTrue(names.unwatchClaim(A, true));
+        assertTrue(names.claimDeleted(A));
         assertEquals(A, names.head());
+        assertFalse(names.claimDeleted(A), "only a watched name comes back");
     }
 
     @Test
-    void readNeverBringsBackANameHeldHereOnTheCurrentSession() {
+    void aClaimOfOursHoldsTheNameUntilReleasedOrAcked() {
         NameCache names = new NameCache();
-        names.merge(List.of(A), NEW);
-        assertEquals(A, names.next());
-        names.holdHere(A, NEW, NEW);
-        names.attempted(A);
+        names.merge(List.of(A, B), NEW);
+        names.take(2, 100);
+        names.held(A, NEW);
+        names.held(B, NEW);
 
-        assertFalse(names.merge(List.of(A), NEW));
-        assertTrue(names.holds(A, NEW));
-        names.releasing(A, NEW, NEW);
-        assertFalse(names.merge(List.of(A), NEW), "nor one whose release is not yet confirmed");
+        assertFalse(names.merge(List.of(A, B), NEW));
+        assertFalse(names.released(A, OLD), "a release of another session's claim does not speak for this one");
         assertTrue(names.released(A, NEW));
-        assertEquals(A, names.head());
+        names.acked(B, NEW);
+        assertEquals(List.of(A), names.take(2, 100));
+        assertNull(names.head());
     }
 
     @Test
-    void claimOfAnEndedSessionNeverTouchesANewerClaimOnTheSameName() {
+    void theEndOfASessionFreesItsClaimsAndClaimWatches() {
         NameCache names = new NameCache();
-        names.merge(List.of(A), OLD);
-        assertEquals(A, names.next());
-        names.holdHere(A, OLD, OLD);
-        names.attempted(A);
+        names.merge(List.of(A, B, C), OLD);
+        names.take(3, 100);
+        names.held(A, OLD);
+        names.watch(B);
+        names.held(C, NEW);
 
         names.sessionEnded(NEW);
-        assertEquals(A, names.next(), "the old claim died with its session");
-        names.holdHere(A, NEW, NEW);
-        names.attempted(A);
 
-        names.holdHere(A, OLD, NEW);
-        names.releasing(A, OLD, NEW);
-        assertFalse(names.released(A, OLD));
-        names.dropHeld(A, OLD);
-        assertTrue(names.holds(A, NEW));
-        assertFalse(names.merge(List.of(A), NEW));
+        assertEquals(List.of(A, B), names.take(3, 100), "C is held by a claim of the current session");
+    }
+
+    @Test
+    void aReadBringsBackANameHeldByAClaimOfAnEndedSession() {
+        NameCache names = new NameCache();
+        names.merge(List.of(A), OLD);
+        names.take(1, 100);
+        names.held(A, OLD);
+
+        assertTrue(names.merge(List.of(A), NEW));
+        assertEquals(A, names.head());
     }
 }

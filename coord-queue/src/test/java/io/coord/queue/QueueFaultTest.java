@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
-import io.coord.core.internal.ClientContext;
-import io.coord.core.internal.Deadline;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -78,30 +76,6 @@ class QueueFaultTest {
             expected.add("item-" + i);
         }
         assertEquals(expected, drain(queue(zk.newClient(), path)));
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
-    }
-
-    @Test
-    void replayOfAWriteThatLandedIsRecognisedAndNotApplied() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("replay");
-        CuratorFramework client = zk.newClient();
-        SharedQueue shared = SharedQueue.of(ClientContext.of(client), path);
-        shared.ensureLayout().get(10, TimeUnit.SECONDS);
-        QueueProducer producer = new QueueProducer(shared, 100);
-        byte[] token = ItemCodec.newToken();
-        List<byte[]> stored = List.of(ItemCodec.encode(token, "once".getBytes(StandardCharsets.UTF_8)));
-        assertTrue(producer.commit(shared.slots.borrow(Deadline.forever()), stored, token, 0));
-
-        // As if the reply had been lost: the writer sends the same transaction again, from the same slot version.
-        ProducerSlots.Slot slot = shared.slots.borrow(Deadline.forever());
-        slot.version--;
-        shared.slots.giveBack(slot);
-        assertTrue(
-                producer.commit(shared.slots.borrow(Deadline.forever()), stored, token, 0),
-                "the replay reports the write that landed");
-
-        DistributedQueue<String> queue = queue(client, path);
-        assertEquals(List.of("once"), drain(queue));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 

@@ -43,8 +43,8 @@ class QueueRequestCountTest {
     }
 
     @Test
-    void drainingAThousandItemsCostsFewerThanFourRequestsEach() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("count-drain");
+    void pollingAThousandItemsCostsTwoRequestsEach() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-poll");
         int items = 1_000;
         fill(path, items);
         AllRequests counter = new AllRequests();
@@ -57,21 +57,92 @@ class QueueRequestCountTest {
         }
         assertNull(consumer.poll());
 
-        // Per item: the claim transaction, the getData, the removal transaction. Once: the session marker, and two
+        // Per item: the read of its data, and the transaction that removes it. Once: the write slot, and two
         // children reads, the first one and the one that finds the queue empty.
-        int requests = counter.count();
-        assertTrue(
-                requests < 4 * items,
-                () -> requests + " requests: " + counter.names().subList(0, 20));
-        assertEquals(2, counter.count("GetChildren"), () -> counter.names().toString());
         assertEquals(
-                3 * items + 3,
-                requests,
-                () -> counter.names().stream()
-                        .filter(n -> !n.contains("Transaction") && !n.contains("GetData"))
-                        .toList()
-                        .toString());
+                items,
+                counter.count("MultiRead"),
+                () -> counter.names().subList(0, 10).toString());
+        assertEquals(items, counter.count("Transaction"));
+        assertEquals(2, counter.count("GetChildren"));
+        assertEquals(2 * items + 3, counter.count(), () -> nonItemRequests(counter));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void drainingInBatchesOfAHundredCostsAFiftiethOfARequestPerItem() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-drain");
+        int items = 1_000;
+        fill(path, items);
+        AllRequests counter = new AllRequests();
+        DistributedQueue<String> consumer = DistributedQueue.builder(
+                        tracedClient(counter), path, QueueSerializer.utf8())
+                .build();
+
+        List<String> drained = new ArrayList<>();
+        while (consumer.drainTo(drained, 100) > 0) {
+            // each call moves one batch of up to 100: one multi-read, one transaction
+        }
+
+        assertEquals(IntStream.range(0, items).mapToObj(i -> "item-" + i).toList(), drained);
+        assertEquals(items / 100, counter.count("MultiRead"), () -> nonItemRequests(counter));
+        assertEquals(items / 100, counter.count("Transaction"));
+        int requests = counter.count();
+        assertTrue(requests < items / 2, () -> requests + " requests: " + nonItemRequests(counter));
+        assertEquals(2 * items / 100 + 3, requests, () -> nonItemRequests(counter));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void offeringCostsOneRequestPerItemAfterTheFirstCount() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-offer");
+        AllRequests counter = new AllRequests();
+        DistributedQueue<String> producer = DistributedQueue.builder(
+                        tracedClient(counter), path, QueueSerializer.utf8())
+                .capacity(1_000)
+                .build();
+        producer.offer("first"); // the count, the parents, the write slot, the item
+        counter.reset();
+
+        int items = 500;
+        for (int i = 0; i < items; i++) {
+            assertTrue(producer.offer("item-" + i));
+        }
+
+        // The sequence numbers of its own items tell the producer how many can be there; 501 of 1,000 leaves room.
+        assertEquals(items, counter.count(), () -> nonItemRequests(counter));
+        assertEquals(items, counter.count("Transaction"));
+    }
+
+    @Test
+    void offersNearTheBoundCountAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-bound");
+        AllRequests counter = new AllRequests();
+        DistributedQueue<String> producer = DistributedQueue.builder(
+                        tracedClient(counter), path, QueueSerializer.utf8())
+                .capacity(10)
+                .build();
+        for (int i = 0; i < 10; i++) {
+            assertTrue(producer.offer("item-" + i));
+        }
+        DistributedQueue<String> consumer = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.utf8())
+                .build();
+        assertEquals(10, consumer.drainTo(new ArrayList<>(), 10));
+        counter.reset();
+
+        // What the producer knows says full; one count says empty, and the next writes need no count.
+        assertTrue(producer.offer("again"));
+        assertTrue(producer.offer("and again"));
+
+        assertEquals(1, counter.count("Exists"), () -> counter.names().toString());
+        assertEquals(3, counter.count(), () -> counter.names().toString());
+    }
+
+    private static String nonItemRequests(AllRequests counter) {
+        return counter.names().stream()
+                .filter(n -> !n.contains("Transaction") && !n.contains("MultiRead"))
+                .toList()
+                .toString();
     }
 
     @Test

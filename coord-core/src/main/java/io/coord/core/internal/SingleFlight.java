@@ -2,6 +2,7 @@ package io.coord.core.internal;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -10,13 +11,40 @@ import java.util.function.Supplier;
  */
 public final class SingleFlight<T> {
     private final Supplier<CompletableFuture<T>> sender;
+    private final LongSupplier clock;
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
     private CompletableFuture<T> inFlight;
+    private long inFlightSentAt;
     private CompletableFuture<T> queued;
 
     public SingleFlight(Supplier<CompletableFuture<T>> sender) {
+        this(sender, () -> 0);
+    }
+
+    /**
+     * A single flight whose reads are stamped with {@code clock} when sent, for callers that only need a read sent
+     * once the clock reached some value (see {@link #sentSince}); the clock counts changes, not time.
+     */
+    public SingleFlight(Supplier<CompletableFuture<T>> sender, LongSupplier clock) {
         this.sender = sender;
+        this.clock = clock;
+    }
+
+    /**
+     * The answer of the read in flight if it was sent once the clock had reached {@code stamp}, else of the next
+     * one: callers woken by one change share one read.
+     */
+    public CompletableFuture<T> sentSince(long stamp) {
+        lock.lock();
+        try {
+            if (inFlight != null && inFlightSentAt >= stamp) {
+                return inFlight;
+            }
+        } finally {
+            lock.unlock();
+        }
+        return next();
     }
 
     /** The answer of a read sent after this call: the one in flight is too old, so join or start the next. */
@@ -31,6 +59,7 @@ public final class SingleFlight<T> {
                 return queued;
             }
             inFlight = start = new CompletableFuture<>();
+            inFlightSentAt = clock.getAsLong();
         } finally {
             lock.unlock();
         }
@@ -52,6 +81,7 @@ public final class SingleFlight<T> {
                 following = queued;
                 queued = null;
                 inFlight = following;
+                inFlightSentAt = clock.getAsLong();
             } finally {
                 lock.unlock();
             }

@@ -1,0 +1,244 @@
+package io.coord.queue;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.internal.Deadline;
+import io.coord.core.internal.ResultCodes;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeoutException;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException.Code;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Write slots make the outcome of every write knowable, whatever happens to its reply or to its session. A slot is a
+ * PERSISTENT znode {@code slots/<uuid>} that one thread at a time borrows, so that its data version is known exactly
+ * between writes. Every write that moves an item (an offer, a poll's or a drain's removal, a claim, an ack) is one
+ * transaction that also sets the slot's data at that version:
+ *
+ * <ul>
+ *   <li>a replay of a transaction that landed (Curator resends after a lost connection) fails as a whole on the
+ *       version, and that failure itself says the first send landed;
+ *   <li>when the reply is lost for good (the retries ran out, or the session ended), one more setData at the same
+ *       version settles it: if that fails on the version the transaction landed, and if it succeeds the transaction
+ *       can never land.
+ * </ul>
+ *
+ * A slot outlives the session, which is what lets a client tell after an expiry. Slots are kept for the client's
+ * life, reused across sessions, and deleted when the client closes (see SharedQueue).
+ */
+final class Slots {
+    private static final Logger log = LoggerFactory.getLogger(Slots.class);
+    private static final byte[] EMPTY = new byte[0];
+
+    /** One slot: its znode and its data version as of the last write. */
+    static final class Slot {
+        final String path;
+        int version;
+
+        private Slot(String path) {
+            this.path = path;
+        }
+    }
+
+    /**
+     * How a transaction ended. Landed: {@code reply} holds the operations' results, or is null when the landing was
+     * learned from the slot alone. Not landed: nothing of it was applied, and {@code failedOp} names the operation
+     * that failed it with {@code code}, or is -1 when the reply was lost and the slot settled it.
+     */
+    record Outcome(boolean landed, CuratorEvent reply, int failedOp, Code code) {
+        static Outcome landed(CuratorEvent reply) {
+            return new Outcome(true, reply, -1, Code.OK);
+        }
+
+        static Outcome failed(int failedOp, Code code) {
+            return new Outcome(false, null, failedOp, code);
+        }
+    }
+
+    private final SharedQueue queue;
+    private final ConcurrentLinkedQueue<Slot> idle = new ConcurrentLinkedQueue<>();
+    private final Set<String> created = ConcurrentHashMap.newKeySet();
+
+    Slots(SharedQueue queue) {
+        this.queue = queue;
+    }
+
+    /**
+     * An idle slot, or a new one.
+     *
+     * @throws TimeoutException if the deadline passed while creating one; a create still unanswered then is adopted
+     *     when its answer comes
+     */
+    Slot borrow(Deadline deadline) throws InterruptedException, TimeoutException {
+        Slot slot = idle.poll();
+        return slot != null ? slot : create(deadline);
+    }
+
+    /** An idle slot, or a new one, waiting for the answers as long as they take (the interrupt flag is kept). */
+    Slot borrowFully() {
+        try {
+            return borrow(Deadline.now()); // waits fully: Deadline.now() never times a wait out
+        } catch (TimeoutException | InterruptedException e) {
+            throw new IllegalStateException("an untimed wait gave up", e);
+        }
+    }
+
+    void giveBack(Slot slot) {
+        idle.add(slot);
+    }
+
+    /**
+     * Sends {@code ops} with the slot's setData after them, sees the transaction through, and gives the slot back.
+     * Waits for the outcome whatever interrupts arrive (the flag is restored), since a write on the wire is never
+     * abandoned half-known.
+     */
+    Outcome commit(Slot slot, List<CuratorOp> ops, String what) {
+        CuratorFramework client = queue.context.client();
+        List<CuratorOp> all = new ArrayList<>(ops.size() + 1);
+        all.addAll(ops);
+        all.add(TransactionOps.setData(client, slot.path, slot.version, EMPTY));
+        int slotOp = ops.size();
+        CuratorEvent reply = Requests.awaitFully(
+                Requests.call(
+                        queue.context,
+                        what,
+                        cb -> client.transaction().inBackground(cb).forOperations(all)),
+                what);
+        Code code = Requests.code(reply);
+        int failed = Requests.failedOp(reply);
+        if (code == Code.OK) {
+            giveBackMoved(slot);
+            return Outcome.landed(reply);
+        }
+        if (failed == slotOp && code == Code.BADVERSION) {
+            giveBackMoved(slot); // a replay: the first send landed and moved the version on
+            return Outcome.landed(null);
+        }
+        if (failed == slotOp && code == Code.NONODE) {
+            created.remove(slot.path); // deleted under us: nothing was applied, and the slot is no more
+            return Outcome.failed(failed, code);
+        }
+        if (failed >= 0 || !ResultCodes.isInDoubt(code)) {
+            idle.add(slot); // failed as a whole, so the version is unchanged
+            return Outcome.failed(failed, code);
+        }
+        return settle(slot, what);
+    }
+
+    /** Deletes every slot this client made, on the client's way out; sent ahead of the session's close. */
+    void deleteAll() {
+        CuratorFramework client = queue.context.client();
+        for (String path : created) {
+            try {
+                client.getZookeeperClient()
+                        .getZooKeeper()
+                        .delete(ZKPaths.fixForNamespace(client.getNamespace(), path), -1, (rc, p, ctx) -> {}, null);
+            } catch (Exception e) {
+                log.debug("slot {} left behind: the client is already closed", path, e);
+                return;
+            }
+        }
+        created.clear();
+        idle.clear();
+    }
+
+    /** Our transaction, or our settling write, moved the version on by one. */
+    private void giveBackMoved(Slot slot) {
+        slot.version++;
+        idle.add(slot);
+    }
+
+    /**
+     * The reply was lost for good: one setData at the version the transaction carried decides, on whatever
+     * session the client has by then.
+     */
+    Outcome settle(Slot slot, String what) {
+        CuratorFramework client = queue.context.client();
+        while (true) {
+            Requests.awaitFully(queue.context.connected(), what); // fails if the client is closed meanwhile
+            CuratorEvent reply = Requests.awaitFully(
+                    Requests.call(
+                            queue.context,
+                            slot.path,
+                            cb -> client.setData()
+                                    .withVersion(slot.version)
+                                    .inBackground(cb)
+                                    .forPath(slot.path, EMPTY)),
+                    slot.path);
+            Code code = Requests.code(reply);
+            if (code == Code.OK) {
+                giveBackMoved(slot);
+                return Outcome.failed(-1, Code.CONNECTIONLOSS); // it can never land now
+            }
+            if (code == Code.BADVERSION) {
+                giveBackMoved(slot);
+                return Outcome.landed(null);
+            }
+            if (code == Code.NONODE) {
+                created.remove(slot.path);
+                throw new CoordinationException("cannot tell whether a write to " + what + " landed: its slot "
+                        + slot.path + " was deleted by something other than the queue");
+            }
+            if (!ResultCodes.isInDoubt(code)) {
+                throw Requests.failure("settling a write with", slot.path, code);
+            }
+        }
+    }
+
+    private Slot create(Deadline deadline) throws InterruptedException, TimeoutException {
+        Slot slot = new Slot(queue.layout.newSlot());
+        for (int attempt = 0; attempt < 3; attempt++) {
+            CompletableFuture<CuratorEvent> answer = Requests.call(
+                    queue.context,
+                    slot.path,
+                    cb -> queue.context
+                            .client()
+                            .create()
+                            .withMode(CreateMode.PERSISTENT)
+                            .inBackground(cb)
+                            .forPath(slot.path, EMPTY));
+            Code code;
+            try {
+                code = Requests.code(Requests.awaitWithin(answer, deadline, slot.path));
+            } catch (TimeoutException | InterruptedException e) {
+                answer.thenAccept(late -> adopt(slot, Requests.code(late)));
+                throw e;
+            }
+            if (code == Code.OK || code == Code.NODEEXISTS) {
+                // NodeExists: a replay of our own create, since the name is ours alone.
+                created.add(slot.path);
+                return slot;
+            }
+            if (code == Code.NONODE) {
+                Requests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.slots());
+            } else if (ResultCodes.isInDoubt(code)) {
+                // It may have landed: the same name again tells, once connected.
+                Requests.awaitWithin(queue.context.connected(), deadline, slot.path);
+            } else {
+                throw Requests.failure("creating", slot.path, code);
+            }
+        }
+        throw new CoordinationException("could not create a write slot under " + queue.layout.slots());
+    }
+
+    /**
+     * A slot create answered after its borrower stopped waiting: keep it if it landed, or may have (a slot that
+     * turns out missing fails its first transaction as a whole, and is then forgotten).
+     */
+    private void adopt(Slot slot, Code code) {
+        if (code == Code.OK || code == Code.NODEEXISTS || ResultCodes.isInDoubt(code)) {
+            created.add(slot.path);
+            idle.add(slot);
+        }
+    }
+}

@@ -1,0 +1,112 @@
+package io.coord.queue;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.internal.ClientContext;
+import io.coord.testkit.ZooKeeperFixture;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** Write slots: a write's outcome is known whatever happened to its reply, and slots go when the client does. */
+@Timeout(60)
+class SlotsTest {
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    private static SharedQueue shared(CuratorFramework client, String path) throws Exception {
+        SharedQueue shared = SharedQueue.of(ClientContext.of(client), path);
+        shared.ensureLayout().get(10, TimeUnit.SECONDS);
+        return shared;
+    }
+
+    private static List<CuratorOp> oneItem(SharedQueue shared, String item) {
+        byte[] stored = ItemCodec.encode(item.getBytes(StandardCharsets.UTF_8));
+        return List.of(TransactionOps.create(
+                shared.context.client(), shared.layout.itemPrefix(true), CreateMode.PERSISTENT_SEQUENTIAL, stored));
+    }
+
+    private static int items(CuratorFramework client, String path) throws Exception {
+        return client.getChildren().forPath(path + "/items").size();
+    }
+
+    @Test
+    void replayOfATransactionThatLandedIsRecognisedAndNotApplied() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-replay");
+        CuratorFramework client = zk.newClient();
+        SharedQueue shared = shared(client, path);
+        Slots.Slot slot = shared.slots.borrowFully();
+        assertTrue(shared.slots.commit(slot, oneItem(shared, "once"), path).landed());
+
+        // As if the reply had been lost: the same transaction again, from the same slot version.
+        Slots.Slot again = shared.slots.borrowFully();
+        again.version--;
+        Slots.Outcome replay = shared.slots.commit(again, oneItem(shared, "once"), path);
+
+        assertTrue(replay.landed(), "the replay reports the write that landed");
+        assertNull(replay.reply(), "learned from the slot, without the results of the operations");
+        assertEquals(1, items(client, path));
+    }
+
+    @Test
+    void aLostReplyOfAWriteThatLandedIsSettledAsLanded() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-settle-landed");
+        SharedQueue shared = shared(zk.newClient(), path);
+        Slots.Slot slot = shared.slots.borrowFully();
+        assertTrue(shared.slots.commit(slot, oneItem(shared, "x"), path).landed());
+        Slots.Slot sent = shared.slots.borrowFully();
+        sent.version--; // the version the lost transaction carried
+
+        assertTrue(shared.slots.settle(sent, path).landed());
+        assertEquals(1, shared.slots.borrowFully().version, "the version is known exactly afterwards");
+    }
+
+    @Test
+    void aLostReplyOfAWriteThatNeverLandedIsSettledAndTheWriteCanNeverLandAfterwards() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-settle-lost");
+        CuratorFramework client = zk.newClient();
+        SharedQueue shared = shared(client, path);
+        Slots.Slot slot = shared.slots.borrowFully();
+        int carried = slot.version;
+
+        Slots.Outcome settled = shared.slots.settle(slot, path);
+
+        assertFalse(settled.landed());
+        assertEquals(-1, settled.failedOp());
+        // The transaction in flight, if it ever reaches the server, carries the old version and fails as a whole.
+        List<CuratorOp> late = new java.util.ArrayList<>(oneItem(shared, "late"));
+        late.add(TransactionOps.setData(client, slot.path, carried, new byte[0]));
+        assertThrows(
+                KeeperException.BadVersionException.class,
+                () -> client.transaction().forOperations(late));
+        assertEquals(0, items(client, path));
+    }
+
+    @Test
+    void slotsAreDeletedWhenTheClientCloses() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-close");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue =
+                DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
+        queue.offer("a");
+        assertEquals("a", queue.poll());
+        CuratorFramework reader = zk.newClient();
+        assertEquals(1, reader.getChildren().forPath(path + "/slots").size(), "one thread wrote: one slot");
+
+        client.close();
+
+        await().until(() -> reader.getChildren().forPath(path + "/slots").isEmpty());
+    }
+}
