@@ -11,6 +11,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A TCP proxy in front of one ZooKeeper server that can lose the server's replies, cut every connection, and turn
@@ -25,6 +26,7 @@ final class FaultyProxy implements AutoCloseable {
         t.setDaemon(true);
         return t;
     });
+    private final AtomicLong repliesLost = new AtomicLong();
     private volatile boolean losingReplies;
     private volatile boolean refusing;
 
@@ -47,6 +49,11 @@ final class FaultyProxy implements AutoCloseable {
     /** While on, whatever the server sends is dropped; the client's requests still get through. */
     void loseReplies(boolean on) {
         losingReplies = on;
+    }
+
+    /** How many chunks of server replies were dropped so far. */
+    long repliesLost() {
+        return repliesLost.get();
     }
 
     /** While on, new connections are closed as soon as they are accepted. */
@@ -91,7 +98,9 @@ final class FaultyProxy implements AutoCloseable {
         try (InputStream in = from.getInputStream();
                 OutputStream out = to.getOutputStream()) {
             for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                if (!(replies && losingReplies)) {
+                if (replies && losingReplies) {
+                    repliesLost.incrementAndGet();
+                } else {
                     out.write(buffer, 0, n);
                     out.flush();
                 }

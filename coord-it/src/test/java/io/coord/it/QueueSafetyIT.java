@@ -2,17 +2,14 @@ package io.coord.it;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
 import io.coord.queue.DistributedQueue;
 import io.coord.queue.QueueSerializer;
 import io.coord.testkit.ZooKeeperFixture;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -27,18 +24,17 @@ import org.apache.curator.drivers.EventTrace;
 import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.test.InstanceSpec;
-import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The queue's delivery guarantees while servers die and sessions expire. Through {@code poll} and {@code take} under
- * random faults: nothing lost, duplicated or made up, except within the two gaps the queue's README documents, which
- * need a session to end in the middle of a call and are reported rather than failed on (see {@link QueueLedger}).
- * Through claims whose holders die before they ack: every item acked exactly once, and handed out again only after
- * its holder gave it up. And, deterministically, a producer whose session ends after its write landed unanswered
- * finds that write instead of writing the item again.
+ * random faults: nothing lost, duplicated or made up (see {@link QueueLedger}). Through claims whose holders die
+ * before they ack: every item acked exactly once, and handed out again only after its holder gave it up. And,
+ * deterministically, the two ways a session ending in mid-call used to lose or duplicate an item: a producer whose
+ * write landed unanswered does not write it again though a consumer took it meanwhile, and a consumer whose removal
+ * landed unanswered still returns the item.
  */
 class QueueSafetyIT {
     private static final int CAPACITY = 100;
@@ -145,23 +141,16 @@ class QueueSafetyIT {
 
         String run = summary(ledger, chaos, seed);
         QueueLedger.Report report = ledger.check();
-        // The README documents two at-most-once gaps that a session ending mid-call can open (see QueueLedger). They
-        // are reported, not failed on; every other loss, duplicate or stray item fails the test.
-        String documented = report.documented().size() + " violations within the README's documented gaps";
-        if (!report.documented().isEmpty()) {
-            System.out.println(
-                    "QueueSafetyIT plain mode, " + documented + ":\n" + String.join("\n", report.documented()));
-        }
+        List<String> violations = new ArrayList<>(report.unexplained());
+        violations.addAll(report.documented());
         assertEquals(
                 List.of(),
-                report.unexplained(),
-                () -> run + "\n" + report.unexplained().size() + " unexplained violations:\n"
-                        + String.join("\n", report.unexplained()) + "\n" + documented + ":\n"
-                        + String.join("\n", report.documented()));
+                violations,
+                () -> run + "\n" + violations.size() + " violations:\n" + String.join("\n", violations));
         assertTrue(ledger.receivedCount() > 200, "too few items to mean anything: " + run);
         assertTrue(chaos.kills() >= 1, "no server was killed: " + run);
         assertTrue(chaos.serverExpiries() >= 1, "no session expired: " + run);
-        System.out.println("QueueSafetyIT plain mode: " + run + "; " + documented);
+        System.out.println("QueueSafetyIT plain mode: " + run);
 
         assertQueueLeftNothing(path);
     }
@@ -227,10 +216,8 @@ class QueueSafetyIT {
     }
 
     /**
-     * The producer's own check for a write whose session ended before the answer came: it must find the item that
-     * landed, and not write it again while no consumer has touched it. The queue has seen items come and go first,
-     * which matters: from then on the items parent's cversion (creates plus deletes, as clients see it) runs ahead
-     * of the sequence numbers that new items get (creates only).
+     * A producer whose session ends after its write landed unanswered, while a consumer takes the landed item before
+     * the producer reconnects: the producer must learn that its write landed, and not write the item again.
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -242,41 +229,16 @@ class QueueSafetyIT {
         try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort())) {
             CuratorFramework producerClient = cluster.newClient(proxy.connectString());
             DistributedQueue<String> producer = queue(producerClient, path);
-            for (int i = 0; i < 5; i++) {
-                producer.put("before-" + i);
-            }
-            for (int i = 0; i < 5; i++) {
-                assertEquals("before-" + i, consumer.poll(Duration.ofSeconds(5)));
-            }
-
-            // As soon as the producer has read the item count, the server's replies stop reaching it: the write
-            // that follows lands, unanswered. Curator's tracer reports the read before the producer sees it.
-            AtomicBoolean armed = new AtomicBoolean(true);
-            String items = path + "/items";
-            producerClient.getZookeeperClient().setTracerDriver(new AdvancedTracerDriver() {
-                @Override
-                public void addTrace(OperationTrace trace) {
-                    if (trace.getName().startsWith("Exists")
-                            && items.equals(trace.getPath())
-                            && armed.compareAndSet(true, false)) {
-                        proxy.loseReplies(true);
-                    }
-                }
-
-                @Override
-                public void addEvent(EventTrace trace) {}
-            });
+            // Once the producer's write slot is made, the server's replies stop reaching it: the transaction that
+            // follows lands, unanswered. Curator's tracer reports a request's reply before the caller sees it.
+            loseRepliesAfter(producerClient, proxy, "Create", path + "/slots/");
             ExecutorService pool = Executors.newSingleThreadExecutor();
             try {
                 Future<?> put = pool.submit(() -> {
                     producer.put("the-item");
                     return null;
                 });
-                await("the write landed")
-                        .atMost(Duration.ofSeconds(10))
-                        .until(() -> consumerClient.checkExists().forPath(items).getNumChildren() == 1);
-                // Its session ends before any answer gets through. It learns so when it reconnects, and Curator
-                // sends the write again on the new session, where it fails on the dead writer slot.
+                assertEquals("the-item", consumer.poll(Duration.ofSeconds(10)), "the write landed");
                 long ended = cluster.expireSession(producerClient);
                 proxy.cutAll();
                 proxy.loseReplies(false);
@@ -286,45 +248,69 @@ class QueueSafetyIT {
                 pool.shutdownNow();
             }
             assertEquals(
-                    1,
-                    consumerClient.getChildren().forPath(items).size(),
-                    () -> "the producer wrote the item again, though the first copy was still in the queue: "
-                            + describeItems(consumerClient, items));
-            assertEquals("the-item", consumer.poll(Duration.ofSeconds(5)));
-            assertNull(consumer.poll());
+                    List.of(),
+                    consumerClient.getChildren().forPath(path + "/items"),
+                    "the producer wrote the item again");
+            producerClient.close(); // while the proxy still carries its slot's delete
         }
         assertQueueLeftNothing(path);
     }
 
     /**
-     * Each item with its creation zxid, producer token and payload, for failure messages. The stored form is
-     * documented in the queue's README: an 18-byte header ('Q', format 1, a 16-byte token), then the payload.
+     * A consumer whose session ends after its removal landed unanswered: the item is out of the queue, and the poll
+     * must still return it rather than lose it.
      */
-    private static String describeItems(CuratorFramework reader, String items) {
-        try {
-            StringBuilder all = new StringBuilder();
-            for (String child :
-                    reader.getChildren().forPath(items).stream().sorted().toList()) {
-                Stat stat = new Stat();
-                byte[] data = reader.getData().storingStatIn(stat).forPath(items + "/" + child);
-                all.append("\n  ")
-                        .append(child)
-                        .append(" czxid 0x")
-                        .append(Long.toHexString(stat.getCzxid()))
-                        .append(" token ")
-                        .append(HexFormat.of().formatHex(data, 2, 18))
-                        .append(": ")
-                        .append(new String(data, 18, data.length - 18, StandardCharsets.UTF_8));
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void consumerWhoseSessionEndsAfterItsRemovalLandedStillReturnsTheItem() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("queue-replayed-take");
+        CuratorFramework producerClient = trackedClient("producer");
+        queue(producerClient, path).put("the-item");
+        InstanceSpec server = cluster.instances().get(0);
+        try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort())) {
+            CuratorFramework consumerClient = cluster.newClient(proxy.connectString());
+            DistributedQueue<String> consumer = queue(consumerClient, path);
+            // Once the consumer has read the item, replies stop reaching it: its removal lands, unanswered.
+            loseRepliesAfter(consumerClient, proxy, "MultiRead", null);
+            ExecutorService pool = Executors.newSingleThreadExecutor();
+            try {
+                Future<String> poll = pool.submit(() -> consumer.poll(Duration.ofSeconds(30)));
+                await("the removal landed")
+                        .atMost(Duration.ofSeconds(10))
+                        .until(() -> producerClient
+                                .getChildren()
+                                .forPath(path + "/items")
+                                .isEmpty());
+                long ended = cluster.expireSession(consumerClient);
+                proxy.cutAll();
+                proxy.loseReplies(false);
+                assertEquals("the-item", poll.get(30, TimeUnit.SECONDS), "the poll lost the item it removed");
+                assertTrue(ClusterFixture.sessionId(consumerClient) != ended, "the consumer kept its session");
+            } finally {
+                pool.shutdownNow();
             }
-            Stat parent = reader.checkExists().forPath(items);
-            return all.append("\n  parent cversion ")
-                    .append(parent.getCversion())
-                    .append(", numChildren ")
-                    .append(parent.getNumChildren())
-                    .toString();
-        } catch (Exception e) {
-            return "unreadable: " + e;
+            consumerClient.close(); // while the proxy still carries its slot's delete
         }
+        assertQueueLeftNothing(path);
+    }
+
+    /** Starts dropping the server's replies once a request named {@code kind} on a path under {@code under} answers. */
+    private static void loseRepliesAfter(CuratorFramework client, FaultyProxy proxy, String kind, String under) {
+        AtomicBoolean armed = new AtomicBoolean(true);
+        client.getZookeeperClient().setTracerDriver(new AdvancedTracerDriver() {
+            @Override
+            public void addTrace(OperationTrace trace) {
+                if (trace.getName().startsWith(kind)
+                        && (under == null
+                                || (trace.getPath() != null && trace.getPath().startsWith(under)))
+                        && armed.compareAndSet(true, false)) {
+                    proxy.loseReplies(true);
+                }
+            }
+
+            @Override
+            public void addEvent(EventTrace trace) {}
+        });
     }
 
     private void produce(
@@ -379,8 +365,8 @@ class QueueSafetyIT {
     }
 
     /**
-     * The queue's three parents are persistent by design, so it is their children that must be gone: no item, no
-     * claim, and once every client is closed no session marker, no writer slot and no watch on any server.
+     * The queue's four parents are persistent by design, so it is their children that must be gone: no item, no
+     * claim, and once every client is closed no session marker, no write slot and no watch on any server.
      */
     private void assertQueueLeftNothing(String path) throws Exception {
         CuratorFramework reader = cluster.newClient();
@@ -392,9 +378,9 @@ class QueueSafetyIT {
         cluster.closeClients();
         CuratorFramework fresh = cluster.newClient();
         assertEquals(
-                List.of("claims", "items", "sessions"),
+                List.of("claims", "items", "sessions", "slots"),
                 fresh.getChildren().forPath(path).stream().sorted().toList());
-        for (String parent : List.of("items", "claims", "sessions")) {
+        for (String parent : List.of("items", "claims", "sessions", "slots")) {
             cluster.assertNoLeaks(fresh, path + "/" + parent);
         }
         cluster.closeClients();

@@ -130,7 +130,7 @@ final class QueueProducer {
     }
 
     private static long lastSequence(List<CuratorTransactionResult> results, int creates) {
-        String path = results.get(creates - 1).getResultPath();
+        String path = results.get(creates).getResultPath(); // the slot's result comes first
         return Layout.node(path.substring(path.lastIndexOf('/') + 1)).sequence();
     }
 

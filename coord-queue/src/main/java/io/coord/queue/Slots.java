@@ -51,9 +51,10 @@ final class Slots {
     }
 
     /**
-     * How a transaction ended. Landed: {@code reply} holds the operations' results, or is null when the landing was
-     * learned from the slot alone. Not landed: nothing of it was applied, and {@code failedOp} names the operation
-     * that failed it with {@code code}, or is -1 when the reply was lost and the slot settled it.
+     * How a transaction ended. Landed: {@code reply} holds the results (the slot's first, then the caller's
+     * operations), or is null when the landing was learned from the slot alone. Not landed: nothing of it was
+     * applied, and {@code failedOp} is the index among the caller's operations of the one that failed it with
+     * {@code code}, or -1 when the slot vanished or the reply was lost and the slot settled it.
      */
     record Outcome(boolean landed, CuratorEvent reply, int failedOp, Code code) {
         static Outcome landed(CuratorEvent reply) {
@@ -104,10 +105,11 @@ final class Slots {
      */
     Outcome commit(Slot slot, List<CuratorOp> ops, String what) {
         CuratorFramework client = queue.context.client();
+        // The slot goes first: a replay of a transaction that landed must fail on it, before any other operation
+        // (an item's delete, a claim's create) fails on what the first send already did.
         List<CuratorOp> all = new ArrayList<>(ops.size() + 1);
-        all.addAll(ops);
         all.add(TransactionOps.setData(client, slot.path, slot.version, EMPTY));
-        int slotOp = ops.size();
+        all.addAll(ops);
         CuratorEvent reply = Requests.awaitFully(
                 Requests.call(
                         queue.context,
@@ -120,17 +122,21 @@ final class Slots {
             giveBackMoved(slot);
             return Outcome.landed(reply);
         }
-        if (failed == slotOp && code == Code.BADVERSION) {
+        if (failed == 0 && code == Code.BADVERSION) {
             giveBackMoved(slot); // a replay: the first send landed and moved the version on
             return Outcome.landed(null);
         }
-        if (failed == slotOp && code == Code.NONODE) {
+        if (failed == 0 && code == Code.NONODE) {
             created.remove(slot.path); // deleted under us: nothing was applied, and the slot is no more
-            return Outcome.failed(failed, code);
+            return Outcome.failed(-1, code);
         }
-        if (failed >= 0 || !ResultCodes.isInDoubt(code)) {
+        if (failed > 0) {
             idle.add(slot); // failed as a whole, so the version is unchanged
-            return Outcome.failed(failed, code);
+            return Outcome.failed(failed - 1, code);
+        }
+        if (!ResultCodes.isInDoubt(code)) {
+            idle.add(slot);
+            throw Requests.failure("writing to", what, code);
         }
         return settle(slot, what);
     }
