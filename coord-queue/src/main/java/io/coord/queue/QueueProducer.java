@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
@@ -18,6 +19,9 @@ import org.apache.zookeeper.data.Stat;
  * The producing side of one {@link DistributedQueue}: a write is one transaction that creates the items and sets
  * a write slot (see {@link Slots}), so that it lands exactly once and its writer always learns whether it did.
  *
+ * <p>Concurrent untimed writes through one instance share transactions (see {@link #combined}), so producers on
+ * many threads of one client pay less than one request per write.
+ *
  * <p>The capacity check reads the count only when it must. Each write's reply carries the sequence numbers of the
  * items it created, which count every item anyone created since the last read; so a producer knows an upper bound
  * of the size without asking, and reads the size again only when that bound leaves no room. Producers of other
@@ -27,8 +31,22 @@ import org.apache.zookeeper.data.Stat;
 final class QueueProducer {
     private static final int MAX_ATTEMPTS = 10;
 
+    /** Writes gathered for one transaction, sent by the first of them once it is their turn. */
+    private static final class Batch {
+        final List<byte[]> stored = new ArrayList<>();
+        long bytes;
+        final CompletableFuture<Void> turn = new CompletableFuture<>();
+        final CompletableFuture<Boolean> landed = new CompletableFuture<>();
+    }
+
     private final SharedQueue queue;
     private final int capacity;
+    private final ReentrantLock lock = new ReentrantLock();
+    // Guarded by lock: whether a gathered transaction is in flight, the batch gathering behind it, and the items of
+    // both, which the count bound does not hold yet.
+    private boolean sending;
+    private Batch forming;
+    private int reserved;
 
     QueueProducer(SharedQueue queue, int capacity) {
         this.queue = queue;
@@ -45,6 +63,12 @@ final class QueueProducer {
      * the caller learns whether the items landed.
      */
     boolean write(List<byte[]> stored, Deadline deadline) throws InterruptedException {
+        if (!deadline.allowsWaiting() || deadline.isForever()) {
+            Boolean combined = combined(stored);
+            if (combined != null) {
+                return combined;
+            }
+        }
         boolean waiting = false;
         try {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; ) {
@@ -76,21 +100,13 @@ final class QueueProducer {
                 if (deadline.allowsWaiting() && !queue.context.awaitConnected(deadline)) {
                     return false;
                 }
-                Slots.Outcome outcome =
-                        queue.slots.commit(queue.slots.borrow(deadline), creates(stored), queue.layout.items());
-                if (outcome.landed()) {
-                    if (outcome.reply() != null) {
-                        queue.wrote(lastSequence(outcome.reply().getOpResults(), stored.size()));
-                    }
+                if (landed(
+                        queue.slots.commit(queue.slots.borrow(deadline), creates(stored), queue.layout.items()),
+                        stored.size(),
+                        deadline)) {
                     return true;
                 }
                 attempt++;
-                if (outcome.failedOp() >= 0 && outcome.failedOp() < stored.size() && outcome.code() == Code.NONODE) {
-                    await(queue.ensureLayout(), deadline); // no items parent: nothing was written
-                } else if (outcome.failedOp() >= 0 && outcome.failedOp() < stored.size()) {
-                    throw Requests.failure("writing to", queue.layout.items(), outcome.code());
-                }
-                // Otherwise nothing landed, and it is worth sending again: the slot vanished, or the reply was lost.
             }
             throw new CoordinationException(
                     "could not write to " + queue.layout.items() + " in " + MAX_ATTEMPTS + " attempts");
@@ -101,6 +117,109 @@ final class QueueProducer {
                 queue.items.leave();
             }
         }
+    }
+
+    /**
+     * Concurrent untimed writes through this producer share transactions: while one is in flight, the writes that
+     * arrive gather into the next, which the first of them sends as soon as the one in flight is answered. Each
+     * write so goes out within one round trip, keeps its items together and in order, and returns once its
+     * transaction landed. Returns null when the write must go alone: the known bound leaves no room for it beside
+     * the items already gathered, or the next transaction is full.
+     */
+    private Boolean combined(List<byte[]> stored) {
+        long bytes = 0;
+        for (byte[] one : stored) {
+            bytes += ItemCodec.requestBytes(queue.layout, one.length - ItemCodec.HEADER_BYTES);
+        }
+        Batch batch;
+        boolean first;
+        lock.lock();
+        try {
+            int bound = queue.countBound();
+            if (bound < 0 || bound + reserved + stored.size() > capacity) {
+                return null;
+            }
+            if (!sending) {
+                sending = true;
+                batch = new Batch();
+                batch.turn.complete(null);
+                first = true;
+            } else if (forming == null) {
+                forming = batch = new Batch();
+                first = true;
+            } else if (forming.bytes + bytes <= ItemCodec.requestLimit(queue.layout)) {
+                batch = forming;
+                first = false;
+            } else {
+                return null;
+            }
+            batch.stored.addAll(stored);
+            batch.bytes += bytes;
+            reserved += stored.size();
+        } finally {
+            lock.unlock();
+        }
+        String items = queue.layout.items();
+        if (first) {
+            Requests.awaitFully(batch.turn, items); // the sender before hands over, and the batch is closed
+            try {
+                batch.landed.complete(sendCombined(batch.stored));
+            } catch (RuntimeException | Error e) {
+                batch.landed.completeExceptionally(e);
+            } finally {
+                Batch next;
+                lock.lock();
+                try {
+                    reserved -= batch.stored.size();
+                    next = forming;
+                    forming = null;
+                    sending = next != null;
+                } finally {
+                    lock.unlock();
+                }
+                if (next != null) {
+                    next.turn.complete(null);
+                }
+            }
+        }
+        return Requests.awaitFully(batch.landed, items);
+    }
+
+    private boolean sendCombined(List<byte[]> stored) {
+        try {
+            for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+                if (landed(
+                        queue.slots.commit(queue.slots.borrowFully(), creates(stored), queue.layout.items()),
+                        stored.size(),
+                        Deadline.now())) {
+                    return true;
+                }
+            }
+        } catch (InterruptedException | TimeoutException e) {
+            throw new IllegalStateException("an untimed wait gave up", e); // Deadline.now() waits fully
+        }
+        throw new CoordinationException(
+                "could not write to " + queue.layout.items() + " in " + MAX_ATTEMPTS + " attempts");
+    }
+
+    /**
+     * True if the transaction landed; false if nothing landed and it is worth sending again (the items parent was
+     * missing and is now made, the slot vanished, or the reply was lost and the slot settled it).
+     */
+    private boolean landed(Slots.Outcome outcome, int creates, Deadline deadline)
+            throws InterruptedException, TimeoutException {
+        if (outcome.landed()) {
+            if (outcome.reply() != null) {
+                queue.wrote(lastSequence(outcome.reply().getOpResults(), creates));
+            }
+            return true;
+        }
+        if (outcome.failedOp() >= 0 && outcome.code() == Code.NONODE) {
+            await(queue.ensureLayout(), deadline); // no items parent: nothing was written
+        } else if (outcome.failedOp() >= 0) {
+            throw Requests.failure("writing to", queue.layout.items(), outcome.code());
+        }
+        return false;
     }
 
     /** A fresh count; a caller that may wait rides out a lost connection. */

@@ -138,6 +138,55 @@ class QueueRequestCountTest {
         assertEquals(3, counter.count(), () -> counter.names().toString());
     }
 
+    @Test
+    void concurrentOffersThroughOneInstanceLandOnceEachAndInOrderPerThread() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-combined");
+        AllRequests counter = new AllRequests();
+        DistributedQueue<String> producer = DistributedQueue.builder(
+                        tracedClient(counter), path, QueueSerializer.utf8())
+                .build();
+        producer.offer("first");
+        counter.reset();
+        int threads = 8;
+        int each = 50;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<CompletableFuture<Void>> writers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                writers.add(CompletableFuture.runAsync(
+                        () -> {
+                            for (int i = 0; i < each; i++) {
+                                assertTrue(producer.offer(thread + "-" + i));
+                            }
+                        },
+                        pool));
+            }
+            CompletableFuture.allOf(writers.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+
+        // Writes that meet in flight share a transaction, never more than one each.
+        assertTrue(
+                counter.count("Transaction") <= threads * each,
+                () -> counter.names().toString());
+        DistributedQueue<String> consumer = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.utf8())
+                .build();
+        List<String> all = new ArrayList<>();
+        while (consumer.drainTo(all, 1_000) > 0) {
+            // drain everything
+        }
+        assertEquals("first", all.get(0));
+        for (int t = 0; t < threads; t++) {
+            String prefix = t + "-";
+            List<String> mine = all.stream().filter(s -> s.startsWith(prefix)).toList();
+            assertEquals(IntStream.range(0, each).mapToObj(i -> prefix + i).toList(), mine, "thread " + t);
+        }
+        assertEquals(threads * each + 1, all.size());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
     private static String nonItemRequests(AllRequests counter) {
         return counter.names().stream()
                 .filter(n -> !n.contains("Transaction") && !n.contains("MultiRead"))

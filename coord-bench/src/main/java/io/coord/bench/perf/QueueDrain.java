@@ -10,17 +10,19 @@ import org.apache.curator.framework.CuratorFramework;
 /**
  * Scenario 6: producers offer n items, then one consumer drains them, through coord's queue and both of
  * Curator's. coord's consumer reads the children once and takes from that list until it runs out, so a drain costs
- * O(n) requests; SimpleDistributedQueue reads every child name for every item. Every drain is checked: each offered
- * item comes out exactly once.
+ * O(n) requests; SimpleDistributedQueue reads every child name for every item. coord drains twice over: with single
+ * polls, and with {@code drainTo} in batches of {@value #DRAIN_BATCH}. Every drain is checked: each offered item
+ * comes out exactly once.
  */
 final class QueueDrain implements Scenario {
-    /** Builds the coord queue on a session; supplied by the class that links coord-queue. */
+    /** Builds the coord queue on a session, draining by polls (batch 0) or drainTo; supplied by coord-queue's user. */
     @FunctionalInterface
     interface CoordFactory {
-        BenchQueue create(CuratorFramework client, String path) throws Exception;
+        BenchQueue create(CuratorFramework client, String path, int drainBatch) throws Exception;
     }
 
     private static final int PRODUCERS = 8;
+    static final int DRAIN_BATCH = 100;
 
     private final CoordFactory coordQueue;
 
@@ -41,10 +43,12 @@ final class QueueDrain implements Scenario {
     @Override
     public List<Row> run(BenchContext ctx) throws Exception {
         CuratorFramework client = ctx.sessions(1).get(0);
+        // coord by polls first, so that each row compares coord's sample with Curator's two; drainTo last.
         List<BenchQueue.Factory> impls = List.of(
-                path -> coordQueue.create(client, path),
+                path -> coordQueue.create(client, path, 0),
                 path -> CuratorQueues.simple(client, path),
-                path -> CuratorQueues.distributed(client, path));
+                path -> CuratorQueues.distributed(client, path),
+                path -> coordQueue.create(client, path, DRAIN_BATCH));
         List<Row> rows = new ArrayList<>();
         for (int items : ctx.plan().queueItems()) {
             List<Sample> offers = new ArrayList<>();
@@ -70,6 +74,12 @@ final class QueueDrain implements Scenario {
             String size = Format.count(items) + " items";
             rows.add(new Row(id(), title(), "offer " + size, offers.get(0).figures(), curator(offers)));
             rows.add(new Row(id(), title(), "drain " + size, drains.get(0).figures(), curator(drains)));
+            rows.add(new Row(
+                    id(),
+                    title(),
+                    "drainTo " + size + " (batch " + DRAIN_BATCH + ")",
+                    drains.get(3).figures(),
+                    curator(drains)));
         }
         ctx.note("scenario 6: " + PRODUCERS + " producer threads offer, one consumer drains; Curator's"
                 + " DistributedQueue.put returns before its write (it creates in the background), so its offer latency is"
@@ -77,8 +87,9 @@ final class QueueDrain implements Scenario {
         return rows;
     }
 
+    /** Curator's two samples, for comparison. */
     private static List<Figures> curator(List<Sample> samples) {
-        return samples.subList(1, samples.size()).stream().map(Sample::figures).toList();
+        return samples.subList(1, 3).stream().map(Sample::figures).toList();
     }
 
     /**

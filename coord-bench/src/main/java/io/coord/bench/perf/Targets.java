@@ -37,15 +37,7 @@ final class Targets {
                 "5 semaphore throughput",
                 ratio(rows, "5", null).map(Figures.Ratios::throughput).orElse(Double.NaN),
                 2));
-        Optional<Row> drain = row(rows, "6", "drain 10,000 items");
-        if (drain.isEmpty()) {
-            targets.add(TargetResult.atLeast("6 drain 10,000 items, speed-up", Double.NaN, 10));
-        } else {
-            for (Figures.Ratios r : drain.get().ratios()) {
-                targets.add(TargetResult.atLeast(
-                        "6 drain 10,000, speed-up vs " + Report.shortName(r.versus()), r.throughput(), 10));
-            }
-        }
+        queueTargets(rows, targets);
         targets.add(TargetResult.atMost(
                 "7 failover median latency",
                 ratio(rows, "7", null).map(Figures.Ratios::median).orElse(Double.NaN),
@@ -55,6 +47,49 @@ final class Targets {
                 row(rows, "8", null).map(r -> r.coord().extra()).orElse(Double.NaN),
                 20));
         return targets;
+    }
+
+    /**
+     * Scenario 6, the queue: drainTo at least 10 times both Curator queues' drain and under half a request per item;
+     * single polls at least 1.5 times and at most 2 requests per item; offers as fast as SimpleDistributedQueue's at
+     * no more than 1.1 requests per item.
+     */
+    private static void queueTargets(List<Row> rows, List<TargetResult> targets) {
+        speedUps(rows, targets, "drainTo 10,000 items (batch " + QueueDrain.DRAIN_BATCH + ")", "drainTo 10,000", 10);
+        targets.add(TargetResult.below(
+                "6 drainTo 10,000, coord requests per item (absolute)", coordRequests(rows, "drainTo 10,000"), 0.5));
+        speedUps(rows, targets, "drain 10,000 items", "drain 10,000", 1.5);
+        targets.add(TargetResult.atMost(
+                "6 drain 10,000, coord requests per item (absolute)", coordRequests(rows, "drain 10,000"), 2));
+        targets.add(TargetResult.atLeast(
+                "6 offer 10,000, throughput vs SimpleDistributedQueue",
+                row(rows, "6", "offer 10,000 items")
+                        .flatMap(r -> r.ratios().stream().findFirst())
+                        .map(Figures.Ratios::throughput)
+                        .orElse(Double.NaN),
+                1.0));
+        targets.add(TargetResult.atMost(
+                "6 offer 10,000, coord requests per item (absolute)", coordRequests(rows, "offer 10,000"), 1.1));
+    }
+
+    private static void speedUps(List<Row> rows, List<TargetResult> targets, String variant, String label, double min) {
+        Optional<Row> row = row(rows, "6", variant);
+        if (row.isEmpty()) {
+            targets.add(TargetResult.atLeast("6 " + label + ", speed-up", Double.NaN, min));
+            return;
+        }
+        for (Figures.Ratios r : row.get().ratios()) {
+            targets.add(TargetResult.atLeast(
+                    "6 " + label + ", speed-up vs " + Report.shortName(r.versus()), r.throughput(), min));
+        }
+    }
+
+    private static double coordRequests(List<Row> rows, String variantStart) {
+        return rows.stream()
+                .filter(r -> r.scenario().equals("6") && r.variant().startsWith(variantStart))
+                .findFirst()
+                .map(r -> r.coord().requestsPerOp())
+                .orElse(Double.NaN);
     }
 
     /** coord's mean hand-off at the longest queue measured over its mean at the shortest. */
