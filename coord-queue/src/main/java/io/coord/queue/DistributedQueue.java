@@ -214,7 +214,7 @@ public final class DistributedQueue<T> {
      * if adding to the sink throws, the items already removed in that round may be neither in the queue nor in the
      * sink.
      *
-     * @throws IllegalArgumentException if {@code maxItems} is not positive, or if the sink is this queue
+     * @throws IllegalArgumentException if {@code maxItems} is not positive
      */
     public int drainTo(Collection<? super T> sink, int maxItems) {
         checkSink(sink, maxItems);
@@ -226,7 +226,7 @@ public final class DistributedQueue<T> {
      * {@code timeout} for at least one; returns how many, 0 if the deadline passed first. Once some have come, it
      * moves what is there without waiting for more.
      *
-     * @throws IllegalArgumentException if {@code maxItems} is not positive, or if the sink is this queue
+     * @throws IllegalArgumentException if {@code maxItems} is not positive
      */
     public int drainTo(Collection<? super T> sink, int maxItems, Duration timeout) throws InterruptedException {
         checkSink(sink, maxItems);
@@ -301,11 +301,9 @@ public final class DistributedQueue<T> {
         return taken.isEmpty() ? null : taken.get(0).item();
     }
 
-    private void checkSink(Collection<? super T> sink, int maxItems) {
+    // Unlike a BlockingQueue, this queue is no Collection, so it can never be handed in as its own sink.
+    private static void checkSink(Collection<?> sink, int maxItems) {
         Objects.requireNonNull(sink, "sink must not be null");
-        if (sink == (Object) this) {
-            throw new IllegalArgumentException("cannot drain a queue into itself");
-        }
         if (maxItems <= 0) {
             throw new IllegalArgumentException("maxItems must be > 0: " + maxItems);
         }

@@ -2,13 +2,16 @@ package io.coord.queue;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.NoSuchElementException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
@@ -111,6 +114,54 @@ class DistributedQueueTest {
         assertArrayEquals(headerLike, queue.poll());
         assertArrayEquals(new byte[0], queue.poll());
         assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void elementRemoveAndIsEmptyFollowTheQueueConventions() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("conventions");
+        DistributedQueue<String> queue = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.utf8())
+                .build();
+        assertTrue(queue.isEmpty());
+        NoSuchElementException none = assertThrows(NoSuchElementException.class, queue::element);
+        assertEquals("no item in " + path + " that nobody holds", none.getMessage());
+        assertThrows(NoSuchElementException.class, queue::remove);
+
+        queue.offer("a");
+        queue.offer("b");
+        assertFalse(queue.isEmpty());
+        assertEquals("a", queue.element());
+        assertEquals("a", queue.remove());
+        assertEquals("b", queue.element());
+        assertEquals("b", queue.remove());
+        assertTrue(queue.isEmpty());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void drainToMovesTheItemsInOrderAndWaitsOnlyForTheFirst() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-to");
+        DistributedQueue<String> queue = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.utf8())
+                .build();
+        List<String> sink = new ArrayList<>();
+        assertEquals(0, queue.drainTo(sink, 10));
+        assertEquals(0, queue.drainTo(sink, 10, Duration.ofMillis(100)));
+
+        queue.putAll(List.of("a", "b", "c", "d", "e"));
+        assertEquals(3, queue.drainTo(sink, 3));
+        assertEquals(2, queue.drainTo(sink, 10, Duration.ofSeconds(5)));
+        assertEquals(List.of("a", "b", "c", "d", "e"), sink);
+
+        CompletableFuture<Integer> waiting = CompletableFuture.supplyAsync(() -> {
+            try {
+                return queue.drainTo(sink, 10, Duration.ofSeconds(30));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        queue.offer("f");
+        assertEquals(1, waiting.get(30, TimeUnit.SECONDS));
+        assertEquals("f", sink.get(5));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 }

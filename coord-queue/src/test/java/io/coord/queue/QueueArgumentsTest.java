@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.CoordinationException;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.curator.framework.CuratorFramework;
@@ -106,6 +107,34 @@ class QueueArgumentsTest {
                 "timeout must not be negative: PT-0.001S",
                 message(IllegalArgumentException.class, () -> queue.offer("a", negative)));
         assertEquals(0, queue.size());
+    }
+
+    @Test
+    void drainToRejectsABadSinkOrCountBeforeTakingAnything() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("args-drain");
+        DistributedQueue<String> queue = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.utf8())
+                .build();
+        queue.offer("stays");
+        List<String> sink = new ArrayList<>();
+        Duration second = Duration.ofSeconds(1);
+
+        assertEquals("sink must not be null", message(NullPointerException.class, () -> queue.drainTo(null, 1)));
+        assertEquals(
+                "sink must not be null", message(NullPointerException.class, () -> queue.drainTo(null, 1, second)));
+        assertEquals("maxItems must be > 0: 0", message(IllegalArgumentException.class, () -> queue.drainTo(sink, 0)));
+        assertEquals(
+                "maxItems must be > 0: -3",
+                message(IllegalArgumentException.class, () -> queue.drainTo(sink, -3, second)));
+        assertEquals(
+                "timeout must not be null", message(NullPointerException.class, () -> queue.drainTo(sink, 1, null)));
+        assertEquals(
+                "timeout must not be negative: PT-0.001S",
+                message(IllegalArgumentException.class, () -> queue.drainTo(sink, 1, Duration.ofMillis(-1))));
+
+        assertEquals(List.of(), sink);
+        assertEquals(1, queue.size());
+        assertEquals(1, queue.drainTo(sink, 1));
+        assertEquals(List.of("stays"), sink);
     }
 
     @Test
