@@ -12,20 +12,21 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 
 /**
- * The books of an at-most-once queue run: what producers wrote for sure, what they may have written, and what
- * consumers got. At the end it names every item lost, duplicated or unexpected, and says for each one whether it
- * fits one of the two gaps that the queue's README documents, which both need a session to end in mid-call:
+ * The books of a queue run: what producers wrote for sure, what they may have written, and what consumers got. At
+ * the end it names every item lost, duplicated or unexpected. Every one is a failure; to help read one, the report
+ * still says whether it fits one of the two ways an earlier queue could lose or duplicate an item when a session
+ * ended in mid-call:
  *
  * <ul>
- *   <li>a consumer's session ends exactly while its own poll removes an item: that item may be lost;
+ *   <li>a consumer's session ends exactly while its own poll removes an item: that item was lost;
  *   <li>a producer's session ends in the middle of a put, and a consumer takes the landed item before the producer
- *       looks for it: the producer writes it again, so it is received twice.
+ *       looks for it: the producer wrote it again, so it was received twice.
  * </ul>
  *
  * A call "crossed a session" when its client's session id at the end differs from the one at the start. A loss
- * fits the first gap only if a consumer call crossed a session while the items written next to the lost one were
+ * fits the first pattern only if a consumer call crossed a session while the items written next to the lost one were
  * being taken; a duplicate fits the second only if its write crossed a session and a copy was taken before the write
- * returned. Anything else is unexplained.
+ * returned.
  */
 final class QueueLedger {
     /** The start of one call on a client, before its outcome is known. */

@@ -13,14 +13,19 @@ package io.coord.queue;
  *
  * <p>If the claimer's ZooKeeper session dies before the ack, the claim dies with it and another consumer gets the
  * item. That consumer may then handle an item this one had handled too: that is the "at least" in at-least-once.
+ * The ack itself is exact: it returns true when, and only when, it removed the item.
+ *
+ * <p>A claim is a hold, but not a {@code Lease}: it can end acknowledged as well as released or lost, it orders
+ * nothing (there is no fencing token to give), and it has no SUSPECT state a holder could act on, since an item
+ * handled during a suspension is acknowledged or redelivered all the same.
  */
 public interface Claim<T> extends AutoCloseable {
     T item();
 
     /**
      * Removes the item for good. Returns false if the claim was no longer ours: it was closed, or our session ended
-     * since the claim was made, so the item may have gone to another consumer. Calling it again after a successful
-     * ack returns true.
+     * since the claim was made, so the item may have gone to another consumer. A true answer means this call removed
+     * the item, even if its reply was lost on the way. Calling it again after a successful ack returns true.
      */
     boolean ack();
 
