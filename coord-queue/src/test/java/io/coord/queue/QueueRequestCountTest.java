@@ -32,6 +32,11 @@ class QueueRequestCountTest {
         return client;
     }
 
+    private static DistributedQueue<String> traced(String path, AllRequests counter) throws InterruptedException {
+        return DistributedQueue.builder(tracedClient(counter), path, QueueSerializer.utf8())
+                .build();
+    }
+
     private static void fill(String path, int items) throws Exception {
         DistributedQueue<String> producer = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.utf8())
                 .build();
@@ -48,9 +53,7 @@ class QueueRequestCountTest {
         int items = 1_000;
         fill(path, items);
         AllRequests counter = new AllRequests();
-        DistributedQueue<String> consumer = DistributedQueue.builder(
-                        tracedClient(counter), path, QueueSerializer.utf8())
-                .build();
+        DistributedQueue<String> consumer = traced(path, counter);
 
         for (int i = 0; i < items; i++) {
             assertEquals("item-" + i, consumer.poll());
@@ -75,9 +78,7 @@ class QueueRequestCountTest {
         int items = 1_000;
         fill(path, items);
         AllRequests counter = new AllRequests();
-        DistributedQueue<String> consumer = DistributedQueue.builder(
-                        tracedClient(counter), path, QueueSerializer.utf8())
-                .build();
+        DistributedQueue<String> consumer = traced(path, counter);
 
         List<String> drained = new ArrayList<>();
         while (consumer.drainTo(drained, 100) > 0) {
