@@ -32,7 +32,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Exactly-once hand-over through the faults that make a write's outcome unknown: a reply lost on the way back, then
- * the connection cut, and every other time the session expired on the servers before the client could reconnect.
+ * the connection cut, and every third time the session expired on the servers before the client could reconnect.
  * Two producers ({@code put} and {@code putAll}) and three consumers ({@code poll}, {@code drainTo}, and
  * {@code claim} with {@code ack}) each run on a client of their own behind a proxy that drops replies on demand.
  * Every item produced must be consumed exactly once, and no call may end without knowing what it did.
@@ -43,6 +43,8 @@ class QueueExactlyOnceIT {
     private static final int ITEMS = PRODUCERS * ITEMS_PER_PRODUCER;
     private static final int FAULTS = 50;
     private static final int ITEMS_PER_FAULT = ITEMS / FAULTS;
+    private static final int EXPIRE_EVERY = 3;
+    private static final Duration POLL = Duration.ofMillis(10);
     private static final int BATCH = 10;
     private static final Duration WAIT = Duration.ofMillis(200);
 
@@ -61,8 +63,9 @@ class QueueExactlyOnceIT {
         List<FaultyProxy> proxies = new ArrayList<>();
         List<CuratorFramework> clients = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(PRODUCERS + 3);
-        // Producers run at most one fault's worth of items ahead of the faults, so the faults fall among the traffic.
-        Semaphore permits = new Semaphore(ITEMS_PER_FAULT);
+        // Each fault lets every producer write its share of one fault's worth of items, so that the faults fall
+        // among the traffic: a producer that is the victim gets its share once its replies are being dropped.
+        List<Semaphore> permits = new ArrayList<>();
         AtomicBoolean consuming = new AtomicBoolean(true);
         int expiries = 0;
         try {
@@ -76,25 +79,33 @@ class QueueExactlyOnceIT {
             for (int p = 0; p < PRODUCERS; p++) {
                 DistributedQueue<String> queue = queue(clients.get(p), path);
                 int producer = p;
-                producers.add(pool.submit(() -> produce(queue, producer, permits)));
+                Semaphore mine = new Semaphore(0);
+                permits.add(mine);
+                producers.add(pool.submit(() -> produce(queue, producer, mine)));
             }
             List<Future<?>> consumers = List.of(
                     pool.submit(() -> consume(queue(clients.get(PRODUCERS), path), consuming, this::pollOne)),
                     pool.submit(() -> consume(queue(clients.get(PRODUCERS + 1), path), consuming, this::drainSome)),
                     pool.submit(() -> consume(queue(clients.get(PRODUCERS + 2), path), consuming, this::claimOne)));
 
+            int share = ITEMS_PER_FAULT / PRODUCERS;
             for (int fault = 0; fault < FAULTS; fault++) {
+                int victim = fault % clients.size();
+                boolean expire = fault % EXPIRE_EVERY == EXPIRE_EVERY - 1;
+                for (int p = 0; p < PRODUCERS; p++) {
+                    if (p != victim) {
+                        permits.get(p).release(share);
+                    }
+                }
                 int due = fault * ITEMS_PER_FAULT - ITEMS_PER_FAULT / 2;
                 await("traffic before fault " + fault)
+                        .pollInterval(POLL)
                         .atMost(Duration.ofSeconds(60))
                         .until(() -> consumedCount.get() >= due || !failures.isEmpty());
-                int victim = fault % clients.size();
-                boolean expire = fault % 2 == 1;
-                inject(proxies.get(victim), clients.get(victim), expire);
+                Runnable kick = victim < PRODUCERS ? () -> permits.get(victim).release(share) : () -> {};
+                inject(proxies.get(victim), clients.get(victim), expire, kick);
                 expiries += expire ? 1 : 0;
-                permits.release(ITEMS_PER_FAULT);
             }
-            permits.release(ITEMS);
             for (Future<?> producer : producers) {
                 producer.get(60, TimeUnit.SECONDS);
             }
@@ -122,7 +133,7 @@ class QueueExactlyOnceIT {
                 .toList();
         assertEquals(List.of(), wrong, "items lost or duplicated");
         assertEquals(ITEMS, consumed.size(), "items consumed that nobody produced: " + consumed.keySet());
-        assertEquals(FAULTS / 2, expiries);
+        assertEquals(FAULTS / EXPIRE_EVERY, expiries);
         System.out.println("QueueExactlyOnceIT: " + ITEMS + " items, " + FAULTS + " faults (" + expiries
                 + " session expiries), each item consumed exactly once");
 
@@ -137,11 +148,17 @@ class QueueExactlyOnceIT {
     /**
      * Drops the server's replies until one is lost (the client's next request, a write perhaps, lands unanswered),
      * then optionally ends the session on the servers, then cuts the connection and lets the client reconnect.
+     * {@code kick} runs once replies are being dropped, to give an idle client something to send.
      */
-    private static void inject(FaultyProxy proxy, CuratorFramework client, boolean expire) throws Exception {
+    private static void inject(FaultyProxy proxy, CuratorFramework client, boolean expire, Runnable kick)
+            throws Exception {
         long lostBefore = proxy.repliesLost();
         proxy.loseReplies(true);
-        await("a reply lost").atMost(Duration.ofSeconds(10)).until(() -> proxy.repliesLost() > lostBefore);
+        kick.run();
+        await("a reply lost")
+                .pollInterval(POLL)
+                .atMost(Duration.ofSeconds(10))
+                .until(() -> proxy.repliesLost() > lostBefore);
         long session = ClusterFixture.sessionId(client);
         if (expire) {
             cluster.expireSession(client);
@@ -149,6 +166,7 @@ class QueueExactlyOnceIT {
         proxy.cutAll();
         proxy.loseReplies(false);
         await("reconnected")
+                .pollInterval(POLL)
                 .atMost(Duration.ofSeconds(30))
                 .until(() -> client.getZookeeperClient().isConnected()
                         && (!expire || ClusterFixture.sessionId(client) != session));
