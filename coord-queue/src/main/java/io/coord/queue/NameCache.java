@@ -46,6 +46,8 @@ final class NameCache {
     private static final class Entry {
         State state;
         long session;
+        /** The item's stored form, read ahead of its turn; kept only while the name is in play or taken. */
+        byte[] data;
 
         Entry(State state) {
             this.state = state;
@@ -77,6 +79,51 @@ final class NameCache {
             }
             taken.forEach(name -> move(name, State.TAKEN));
             return taken;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The stored form read ahead for a taken name, or null; handed out once. */
+    byte[] takeData(String name) {
+        lock.lock();
+        try {
+            Entry entry = entries.get(name);
+            byte[] data = entry == null || entry.state != State.TAKEN ? null : entry.data;
+            if (data != null) {
+                entry.data = null;
+            }
+            return data;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Up to {@code max} small candidates right after {@code name}, in order, whose data is not read yet. */
+    List<String> readAhead(String name, int max) {
+        lock.lock();
+        try {
+            List<String> ahead = new ArrayList<>();
+            for (SequenceNode node : candidates.tailSet(Layout.node(name), false)) {
+                if (ahead.size() >= max || !Layout.isSmall(node.name()) || entries.get(node.name()).data != null) {
+                    break;
+                }
+                ahead.add(node.name());
+            }
+            return ahead;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Keeps the stored form of a name read ahead, while it is still a candidate. */
+    void keepData(String name, byte[] data) {
+        lock.lock();
+        try {
+            Entry entry = entries.get(name);
+            if (entry != null && entry.state == State.CANDIDATE) {
+                entry.data = data;
+            }
         } finally {
             lock.unlock();
         }
@@ -242,6 +289,9 @@ final class NameCache {
             candidates.add(node.get());
         } else {
             candidates.remove(node.get());
+        }
+        if (to != State.CANDIDATE && to != State.TAKEN) {
+            entry.data = null;
         }
         entry.state = to;
         entry.session = 0;

@@ -31,6 +31,8 @@ import org.apache.zookeeper.OpResult;
 final class QueueConsumer<T> {
     /** Items taken in one round trip at most. */
     static final int MAX_BATCH = 100;
+    /** Small items read ahead with a single poll's item. */
+    static final int READ_AHEAD = 15;
 
     private final SharedQueue queue;
     private final QueueSerializer<T> serializer;
@@ -141,15 +143,10 @@ final class QueueConsumer<T> {
             throws InterruptedException {
         NameCache cache = queue.items.names();
         Slots.Slot slot;
-        List<OpResult> results;
+        List<byte[]> stored;
         try {
             slot = queue.slots.borrow(deadline);
-            results = Requests.awaitWithin(
-                    Requests.readAll(
-                            queue.context,
-                            names.stream().map(queue.layout::item).toList()),
-                    deadline,
-                    queue.layout.items());
+            stored = read(names, deadline);
         } catch (TimeoutException e) {
             names.forEach(cache::putBack);
             return false;
@@ -161,13 +158,13 @@ final class QueueConsumer<T> {
         List<T> decoded = new ArrayList<>();
         for (int i = 0; i < names.size(); i++) {
             String name = names.get(i);
-            byte[] stored = data(results.get(i), queue.layout.item(name));
-            if (stored == null) {
+            byte[] one = stored.get(i);
+            if (one == null) {
                 cache.gone(name);
                 continue;
             }
             try {
-                decoded.add(serializer.deserialize(ItemCodec.payload(stored)));
+                decoded.add(serializer.deserialize(ItemCodec.payload(one)));
                 present.add(name);
             } catch (RuntimeException | Error e) {
                 // Nothing is removed unless it is known to be readable. The items before it go out now; this one
@@ -190,6 +187,51 @@ final class QueueConsumer<T> {
             remove(slot, present, decoded, taken);
         }
         return true;
+    }
+
+    /**
+     * The stored forms of the taken names, null for those gone: from what was read ahead, else one multi-read. A
+     * single name is read together with up to {@value #READ_AHEAD} small candidates after it, kept for the polls
+     * that follow, so that a run of polls costs about one write per item.
+     */
+    private List<byte[]> read(List<String> names, Deadline deadline) throws InterruptedException, TimeoutException {
+        NameCache cache = queue.items.names();
+        List<byte[]> stored = new ArrayList<>(names.size());
+        List<String> reading = new ArrayList<>();
+        for (String name : names) {
+            byte[] known = cache.takeData(name);
+            stored.add(known);
+            if (known == null) {
+                reading.add(name);
+            }
+        }
+        if (reading.isEmpty()) {
+            return stored;
+        }
+        List<String> ahead = names.size() == 1 && Layout.isSmall(names.get(0))
+                ? cache.readAhead(names.get(0), Math.min(READ_AHEAD, ItemCodec.smallItemsPerRead() - 1))
+                : List.of();
+        reading.addAll(ahead);
+        List<OpResult> results = Requests.awaitWithin(
+                Requests.readAll(
+                        queue.context, reading.stream().map(queue.layout::item).toList()),
+                deadline,
+                queue.layout.items());
+        int next = 0;
+        for (int i = 0; i < names.size(); i++) {
+            if (stored.get(i) == null) {
+                stored.set(i, data(results.get(next++), queue.layout.item(names.get(i))));
+            }
+        }
+        for (String name : ahead) {
+            byte[] one = data(results.get(next++), queue.layout.item(name));
+            if (one == null) {
+                cache.gone(name);
+            } else {
+                cache.keepData(name, one);
+            }
+        }
+        return stored;
     }
 
     private void remove(Slots.Slot slot, List<String> names, List<T> decoded, List<Taken<T>> taken) {

@@ -30,6 +30,8 @@ import org.apache.zookeeper.data.Stat;
  */
 final class QueueProducer {
     private static final int MAX_ATTEMPTS = 10;
+    /** Transactions of one producer in flight at once before further writes gather into a shared one. */
+    private static final int MAX_IN_FLIGHT = 2;
 
     /** Writes gathered for one transaction, sent by the first of them once it is their turn. */
     private static final class Batch {
@@ -42,9 +44,9 @@ final class QueueProducer {
     private final SharedQueue queue;
     private final int capacity;
     private final ReentrantLock lock = new ReentrantLock();
-    // Guarded by lock: whether a gathered transaction is in flight, the batch gathering behind it, and the items of
-    // both, which the count bound does not hold yet.
-    private boolean sending;
+    // Guarded by lock: the transactions in flight, the batch gathering behind them, and the items of all of them,
+    // which the count bound does not hold yet.
+    private int sending;
     private Batch forming;
     private int reserved;
 
@@ -120,9 +122,9 @@ final class QueueProducer {
     }
 
     /**
-     * Concurrent untimed writes through this producer share transactions: while one is in flight, the writes that
-     * arrive gather into the next, which the first of them sends as soon as the one in flight is answered. Each
-     * write so goes out within one round trip, keeps its items together and in order, and returns once its
+     * Concurrent untimed writes through this producer share transactions: while {@value #MAX_IN_FLIGHT} are in
+     * flight, the writes that arrive gather into the next, which the first of them sends as soon as one in flight is
+     * answered. Each write so goes out within one round trip, keeps its items together and in order, and returns once its
      * transaction landed. Returns null when the write must go alone: the known bound leaves no room for it beside
      * the items already gathered, or the next transaction is full.
      */
@@ -139,8 +141,8 @@ final class QueueProducer {
             if (bound < 0 || bound + reserved + stored.size() > capacity) {
                 return null;
             }
-            if (!sending) {
-                sending = true;
+            if (sending < MAX_IN_FLIGHT) {
+                sending++;
                 batch = new Batch();
                 batch.turn.complete(null);
                 first = true;
@@ -173,7 +175,9 @@ final class QueueProducer {
                     reserved -= batch.stored.size();
                     next = forming;
                     forming = null;
-                    sending = next != null;
+                    if (next == null) {
+                        sending--;
+                    }
                 } finally {
                     lock.unlock();
                 }

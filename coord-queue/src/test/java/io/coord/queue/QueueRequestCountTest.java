@@ -48,7 +48,7 @@ class QueueRequestCountTest {
     }
 
     @Test
-    void pollingAThousandItemsCostsTwoRequestsEach() throws Exception {
+    void pollingAThousandItemsCostsAboutOneRequestEach() throws Exception {
         String path = ZooKeeperFixture.uniquePath("count-poll");
         int items = 1_000;
         fill(path, items);
@@ -60,15 +60,14 @@ class QueueRequestCountTest {
         }
         assertNull(consumer.poll());
 
-        // Per item: the read of its data, and the transaction that removes it. Once: the write slot, and two
-        // children reads, the first one and the one that finds the queue empty.
-        assertEquals(
-                items,
-                counter.count("MultiRead"),
-                () -> counter.names().subList(0, 10).toString());
+        // Per item: the transaction that removes it, and a sixteenth of a read (each poll that has to read reads
+        // the next 15 items too). Once: the write slot, and two children reads, the first one and the one that
+        // finds the queue empty.
+        int reads = (items + QueueConsumer.READ_AHEAD) / (QueueConsumer.READ_AHEAD + 1);
+        assertEquals(reads, counter.count("MultiRead"), () -> nonItemRequests(counter));
         assertEquals(items, counter.count("Transaction"));
         assertEquals(2, counter.count("GetChildren"));
-        assertEquals(2 * items + 3, counter.count(), () -> nonItemRequests(counter));
+        assertEquals(items + reads + 3, counter.count(), () -> nonItemRequests(counter));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
@@ -234,9 +233,11 @@ class QueueRequestCountTest {
                         takes.stream().filter(CompletableFuture::isDone).count() == served);
             }
 
-            // Each item wakes every waiter twice (its create, then its removal), and each wake costs one read.
+            // Each item wakes every waiter twice (its create, then its removal), and the waiters woken by one change
+            // share one read. A change that comes while a read is on the wire needs one more, sent after it, which
+            // the next change may then share: allow for two of those over the run.
             int reads = counter.count("GetChildren") - readsBefore;
-            assertTrue(reads <= 2 * waiters, () -> reads + " children reads for " + waiters + " items");
+            assertTrue(reads <= 2 * waiters + 2, () -> reads + " children reads for " + waiters + " items");
         } finally {
             pool.shutdownNow();
         }
