@@ -31,7 +31,7 @@ import org.apache.zookeeper.data.Stat;
 final class QueueProducer {
     private static final int MAX_ATTEMPTS = 10;
     /** Transactions of one producer in flight at once before further writes gather into a shared one. */
-    private static final int MAX_IN_FLIGHT = 2;
+    private static final int MAX_IN_FLIGHT = 1;
 
     /** Writes gathered for one transaction, sent by the first of them once it is their turn. */
     private static final class Batch {
