@@ -5,11 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -17,15 +21,153 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /** Requests per operation, counted by a Curator tracer on the client that makes them: counts, never timings. */
 @Timeout(60)
 class MutexRequestCountTest {
+    private static final String CREATE = "CreateBuilderImpl";
+    private static final String DELETE = "DeleteBuilderImpl";
+    private static final String READ = "GetChildrenBuilderImpl";
+    private static final String ADD_WATCH = "AddWatchBuilderImpl";
+
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
+    @AfterEach
+    void backToViews() {
+        zk.mode(EngineMode.VIEW);
+    }
+
+    // ---- with the view (the default) ----
+
     @Test
-    void uncontendedAcquireAndReleaseMakeThreeRequests() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("count-uncontended");
+    void primingTheViewCostsAWatchAndAReadAndEveryCycleAfterItTwoRequests() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-view");
         RequestCounter counter = new RequestCounter();
         CuratorFramework client = zk.newClient(counter);
         client.create().creatingParentsIfNeeded().forPath(path); // so that parent creation is not counted
+        counter.reset();
+
+        ReentrantMutex first = new ReentrantMutex(client, path);
+        first.acquire();
+        first.release();
+        // addWatch and the children read behind it, then create and delete
+        assertEquals(
+                List.of(ADD_WATCH, READ, CREATE, DELETE),
+                kinds(counter, path, 4),
+                () -> counter.names(path).toString());
+
+        // A new mutex per call, as a service would build one per request: the view belongs to client and path.
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
+        counter.reset();
+        for (int i = 0; i < 5; i++) {
+            ReentrantMutex mutex = new ReentrantMutex(client, path);
+            mutex.acquire();
+            mutex.release();
+        }
+        await().until(() -> counter.count(path) >= 10);
+        assertEquals(5, counter.count(path, CREATE), () -> counter.names(path).toString());
+        assertEquals(5, counter.count(path, DELETE), () -> counter.names(path).toString());
+        assertEquals(10, counter.count(path), () -> counter.names(path).toString());
+
+        // Unused for its linger, the view removes its watch (a request Curator does not trace), and none is left.
+        ZooKeeperFixture.lingerViews(client, ZooKeeperFixture.VIEW_LINGER);
+        counter.reset();
+        first.acquire();
+        first.release();
+        zk.assertNoLeaks(path);
+        assertEquals(List.of(CREATE, DELETE), kinds(counter, path, 2));
+        assertEquals(2, counter.count(path), () -> counter.names(path).toString());
+    }
+
+    @Test
+    void crossSessionHandOffNeedsNoReadAndNoRequestAfterTheHoldersDelete() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-view-contended");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework holderClient = zk.newClient();
+        holderClient.create().creatingParentsIfNeeded().forPath(path);
+        ReentrantMutex holder = new ReentrantMutex(holderClient, path);
+        CuratorFramework waiterClient = zk.newClient(counter);
+        ZooKeeperFixture.lingerViews(waiterClient, Duration.ofMinutes(1));
+        ReentrantMutex waiter = new ReentrantMutex(waiterClient, path);
+        Lease primed = waiter.acquireAsync().get(10, TimeUnit.SECONDS); // primes the waiter's view
+        primed.close();
+        holder.acquire();
+        counter.reset();
+
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        // The create, and nothing else: the view already holds the holder's node, and its deletion will come to it.
+        await().until(() -> holder.participants().size() == 2);
+        assertEquals(
+                List.of(CREATE),
+                kinds(counter, path, 1),
+                () -> counter.names(path).toString());
+        holder.release();
+        Lease lease = pending.get(10, TimeUnit.SECONDS);
+        assertEquals(1, counter.count(path), () -> "requests after the holder's delete: " + counter.names(path));
+
+        lease.close();
+        await().until(() -> counter.count(path) == 2);
+        assertEquals(0, counter.count(path, READ), () -> counter.names(path).toString());
+        waiterClient.close(); // its view would linger for a minute
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void waiterThatPrimesItsViewBehindAHolderChecksOnceThatItMayReadTheHoldersNode() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-view-prime-behind");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework holderClient = zk.newClient();
+        holderClient.create().creatingParentsIfNeeded().forPath(path);
+        ReentrantMutex holder = new ReentrantMutex(holderClient, path);
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(counter), path);
+        holder.acquire();
+
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        // addWatch, read, create, and one multi-read asking whether the holder's node is readable: a node the
+        // client may not read sends it no events, so it must not wait on one.
+        await().until(() -> counter.count(path) == 4);
+        int beforeHandOff = counter.count(path);
+        holder.release();
+        Lease lease = pending.get(10, TimeUnit.SECONDS);
+        assertEquals(
+                beforeHandOff, counter.count(path), () -> counter.names(path).toString());
+        assertEquals(1, counter.count(path, READ), () -> counter.names(path).toString());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void handOffDownAQueueInOneClientNeedsNoReadsAndNoWatches() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-view-queue");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = zk.newClient(counter);
+        client.create().creatingParentsIfNeeded().forPath(path);
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        int waiters = 50;
+        Lease first = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        counter.reset();
+        CompletableFuture<?>[] queued = new CompletableFuture<?>[waiters];
+        for (int i = 0; i < waiters; i++) {
+            queued[i] = mutex.acquireAsync().thenAccept(Lease::close);
+        }
+        await().until(() -> counter.count(path, CREATE) == waiters);
+
+        first.close();
+        CompletableFuture.allOf(queued).get(30, TimeUnit.SECONDS);
+
+        // Each waiter: its create and its delete. Each hand-off: the holder's delete alone.
+        await().until(() -> counter.count(path) >= 2 * waiters + 1);
+        assertEquals(
+                2 * waiters + 1, counter.count(path), () -> counter.names(path).toString());
+        zk.assertNoLeaks(path);
+    }
+
+    // ---- with predecessor watches (coord.view=off, or a path past the herd bound) ----
+
+    @Test
+    void withoutAViewUncontendedAcquireAndReleaseMakeThreeRequests() throws Exception {
+        zk.mode(EngineMode.WATCH);
+        String path = ZooKeeperFixture.uniquePath("count-uncontended");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = zk.newClient(counter);
+        client.create().creatingParentsIfNeeded().forPath(path);
         ReentrantMutex mutex = new ReentrantMutex(client, path);
         counter.reset();
 
@@ -33,14 +175,16 @@ class MutexRequestCountTest {
         mutex.release();
 
         // create + the getChildren pipelined behind it + delete
-        await().until(() -> counter.count(path) == 3);
+        await().untilAsserted(() ->
+                assertEquals(3, counter.count(path), () -> counter.names(path).toString()));
         assertEquals(3, counter.count(path), () -> counter.names(path).toString());
         zk.assertNoLeaks(path);
         assertEquals(3, counter.count(path), () -> counter.names(path).toString());
     }
 
     @Test
-    void contendedAcquisitionMakesFourRequestsAndNoneAfterTheHoldersDelete() throws Exception {
+    void withoutAViewContendedAcquisitionMakesFourRequestsAndNoneAfterTheHoldersDelete() throws Exception {
+        zk.mode(EngineMode.WATCH);
         String path = ZooKeeperFixture.uniquePath("count-contended");
         RequestCounter counter = new RequestCounter();
         CuratorFramework holderClient = zk.newClient();
@@ -65,7 +209,8 @@ class MutexRequestCountTest {
     }
 
     @Test
-    void handOffDownAQueueInOneClientNeedsNoReads() throws Exception {
+    void withoutAViewHandOffDownAQueueInOneClientNeedsNoReads() throws Exception {
+        zk.mode(EngineMode.WATCH);
         String path = ZooKeeperFixture.uniquePath("count-queue");
         RequestCounter counter = new RequestCounter();
         CuratorFramework client = zk.newClient(counter);
@@ -88,5 +233,14 @@ class MutexRequestCountTest {
         await().until(() -> counter.count(path) >= waiters + 1);
         zk.assertNoLeaks(path);
         assertEquals(waiters + 1, counter.count(path), () -> counter.names(path).toString());
+    }
+
+    /** The kinds of the first {@code n} requests under {@code path}, once there are that many. */
+    private static List<String> kinds(RequestCounter counter, String path, int n) {
+        await().alias("" + n + " requests: " + counter.names(path)).until(() -> counter.count(path) >= n);
+        return counter.names(path).stream()
+                .limit(n)
+                .map(name -> name.substring(0, name.indexOf('-')))
+                .toList();
     }
 }
