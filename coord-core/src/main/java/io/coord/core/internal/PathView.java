@@ -254,11 +254,11 @@ final class PathView {
         }
     }
 
-    /** The lowest node while the view is live; empty if it holds none. Null while it is not live. */
-    Optional<SequenceNode> first() {
+    /** The lowest node as the live view holds it; empty while the view is not live. */
+    Optional<PathFollower.Head> head() {
         lock.lock();
         try {
-            return live && unusable == null ? nodes.first() : null;
+            return live && unusable == null ? Optional.of(new PathFollower.Head(nodes.first())) : Optional.empty();
         } finally {
             lock.unlock();
         }
