@@ -40,4 +40,23 @@ class ServerCountersTest {
                 OptionalLong.of(11),
                 ServerCounters.parseWatches("1 connections watching 11 paths\nTotal watches:11\n"));
     }
+
+    @Test
+    void packetsSentComeFromTheSentLineOfSrvr() {
+        String srvr = """
+                Zookeeper version: 3.9.3, built on 2024-10-17 23:21 UTC
+                Latency min/avg/max: 0/0.1/9
+                Received: 1843
+                Sent: 1907
+                Connections: 3
+                Outstanding: 0
+                Zxid: 0x100000052
+                Mode: follower
+                Node count: 9
+                """;
+        assertEquals(OptionalLong.of(1907), ServerCounters.parseSent(srvr));
+        assertEquals(
+                OptionalLong.empty(),
+                ServerCounters.parseSent("srvr is not executed because it is not in the whitelist.\n"));
+    }
 }

@@ -50,6 +50,7 @@ class LostEventsIT {
         ZooKeeperFixture.lingerViews(waiterClient, Duration.ofMinutes(5));
         ReentrantMutex waiter = new ReentrantMutex(waiterClient, path, "waiter");
         ReentrantMutex holder = new ReentrantMutex(cluster.newClient(ClusterFixture.address(servers.get(1))), path);
+        waiter.acquireAsync().get(10, TimeUnit.SECONDS).close(); // counts the path: the next acquisition uses a view
         Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
         CompletableFuture<Lease> waiting = waiter.acquireAsync();
         await().until(() -> holder.participants().size() == 2);
@@ -85,7 +86,7 @@ class LostEventsIT {
         ReentrantMutex holder = new ReentrantMutex(second, path, "holder");
         ReentrantMutex y = new ReentrantMutex(third, path, "y");
         ReentrantMutex z = new ReentrantMutex(second, path, "z");
-        waiter.acquireAsync().get(10, TimeUnit.SECONDS).close(); // the waiter's client knows the path
+        waiter.acquireAsync().get(10, TimeUnit.SECONDS).close(); // counts the path: the next acquisition uses a view
 
         Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
         CompletableFuture<Lease> waiting = waiter.acquireAsync();

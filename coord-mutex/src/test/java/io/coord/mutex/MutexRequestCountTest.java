@@ -37,24 +37,35 @@ class MutexRequestCountTest {
     // ---- with the view (the default) ----
 
     @Test
-    void primingTheViewCostsAWatchAndAReadAndEveryCycleAfterItTwoRequests() throws Exception {
+    void firstCycleCountsTheQueueSecondPrimesTheViewAndEveryCycleAfterIsTwoRequests() throws Exception {
         String path = ZooKeeperFixture.uniquePath("count-view");
         RequestCounter counter = new RequestCounter();
         CuratorFramework client = zk.newClient(counter);
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1)); // nothing is dropped between two calls
         client.create().creatingParentsIfNeeded().forPath(path); // so that parent creation is not counted
         counter.reset();
 
         ReentrantMutex first = new ReentrantMutex(client, path);
         first.acquire();
         first.release();
-        // addWatch and the children read behind it, then create and delete
+        // The first acquisition on a path queues without a view, and its read counts the path: create, the children
+        // read right behind it, delete.
+        assertEquals(
+                List.of(CREATE, READ, DELETE),
+                kinds(counter, path, 3),
+                () -> counter.names(path).toString());
+        awaitReleased(counter, path);
+        counter.reset();
+        first.acquire();
+        first.release();
+        // Few enough others: the second primes the view (addWatch and a read, on one round trip), then create, delete.
         assertEquals(
                 List.of(ADD_WATCH, READ, CREATE, DELETE),
                 kinds(counter, path, 4),
                 () -> counter.names(path).toString());
 
         // A new mutex per call, as a service would build one per request: the view belongs to client and path.
-        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
+        awaitReleased(counter, path);
         counter.reset();
         for (int i = 0; i < 5; i++) {
             ReentrantMutex mutex = new ReentrantMutex(client, path);
@@ -86,9 +97,9 @@ class MutexRequestCountTest {
         CuratorFramework waiterClient = zk.newClient(counter);
         ZooKeeperFixture.lingerViews(waiterClient, Duration.ofMinutes(1));
         ReentrantMutex waiter = new ReentrantMutex(waiterClient, path);
-        Lease primed = waiter.acquireAsync().get(10, TimeUnit.SECONDS); // primes the waiter's view
-        primed.close();
+        primeView(waiter);
         holder.acquire();
+        awaitReleased(counter, path);
         counter.reset();
 
         CompletableFuture<Lease> pending = waiter.acquireAsync();
@@ -116,13 +127,23 @@ class MutexRequestCountTest {
         CuratorFramework holderClient = zk.newClient();
         holderClient.create().creatingParentsIfNeeded().forPath(path);
         ReentrantMutex holder = new ReentrantMutex(holderClient, path);
-        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(counter), path);
+        CuratorFramework waiterClient = zk.newClient(counter);
+        ZooKeeperFixture.lingerViews(waiterClient, Duration.ofMinutes(1));
+        ReentrantMutex waiter = new ReentrantMutex(waiterClient, path);
+        waiter.acquire(); // counts the path, without a view
+        waiter.release();
         holder.acquire();
+        awaitReleased(counter, path);
+        counter.reset();
 
         CompletableFuture<Lease> pending = waiter.acquireAsync();
         // addWatch, read, create, and one multi-read asking whether the holder's node is readable: a node the
         // client may not read sends it no events, so it must not wait on one.
         await().until(() -> counter.count(path) == 4);
+        assertEquals(
+                1,
+                counter.count(path, "ViewConfirmation"),
+                () -> counter.names(path).toString());
         int beforeHandOff = counter.count(path);
         holder.release();
         Lease lease = pending.get(10, TimeUnit.SECONDS);
@@ -130,6 +151,7 @@ class MutexRequestCountTest {
                 beforeHandOff, counter.count(path), () -> counter.names(path).toString());
         assertEquals(1, counter.count(path, READ), () -> counter.names(path).toString());
         lease.close();
+        waiterClient.close();
         zk.assertNoLeaks(path);
     }
 
@@ -138,10 +160,15 @@ class MutexRequestCountTest {
         String path = ZooKeeperFixture.uniquePath("count-view-queue");
         RequestCounter counter = new RequestCounter();
         CuratorFramework client = zk.newClient(counter);
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
         client.create().creatingParentsIfNeeded().forPath(path);
+        counter.reset();
         ReentrantMutex mutex = new ReentrantMutex(client, path);
+        primeView(mutex);
+        awaitReleased(counter, path);
         int waiters = 50;
         Lease first = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        await().until(() -> counter.count(path, CREATE) == 3);
         counter.reset();
         CompletableFuture<?>[] queued = new CompletableFuture<?>[waiters];
         for (int i = 0; i < waiters; i++) {
@@ -156,6 +183,7 @@ class MutexRequestCountTest {
         await().until(() -> counter.count(path) >= 2 * waiters + 1);
         assertEquals(
                 2 * waiters + 1, counter.count(path), () -> counter.names(path).toString());
+        client.close();
         zk.assertNoLeaks(path);
     }
 
@@ -233,6 +261,19 @@ class MutexRequestCountTest {
         await().until(() -> counter.count(path) >= waiters + 1);
         zk.assertNoLeaks(path);
         assertEquals(waiters + 1, counter.count(path), () -> counter.names(path).toString());
+    }
+
+    /** Two cycles: the first counts the path, the second primes the client's view of it. */
+    static void primeView(ReentrantMutex mutex) throws InterruptedException {
+        for (int i = 0; i < 2; i++) {
+            mutex.acquire();
+            mutex.release();
+        }
+    }
+
+    /** Waits until every create counted so far has its delete counted too: a release returns before its reply. */
+    private static void awaitReleased(RequestCounter counter, String path) {
+        await().until(() -> counter.count(path, CREATE) == counter.count(path, DELETE));
     }
 
     /** The kinds of the first {@code n} requests under {@code path}, once there are that many. */

@@ -32,9 +32,10 @@ class SemaphoreRequestCountTest {
         CuratorFramework client = zk.newClient(counter);
         ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
         DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 2);
-        // The first use checks the maxLeases record once per instance and primes the view.
+        // The first use checks the maxLeases record once per instance and counts the path; the second primes the view.
         semaphore.acquire().close();
-        await().until(() -> client.getChildren().forPath(path).isEmpty());
+        semaphore.acquire().close();
+        await().until(() -> counter.count(path, "Delete") == 2);
         counter.reset();
 
         semaphore.acquire().close();

@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -52,8 +51,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Every event goes to every client with a view of the path, so with N clients contending a round costs O(N²)
  * notifications. A client therefore keeps its view only while the path holds at most {@link ViewSettings#maxOthers}
- * nodes besides its own, and falls back to predecessor watches above that ({@link Unusable#CROWDED}), until a read
- * finds the path back at half the bound.
+ * nodes besides its own, and falls back to predecessor watches above that ({@link Unusable#CROWDED}), until
+ * {@link #QUIET_READS} reads in a row find the path back at half the bound. Nor does it add a view to a path it has
+ * not counted yet: a client's first acquisition on a path queues with predecessor watches, and its read is the count.
+ * So a path that is crowded from the start never sees a burst of views, and a path used once in a while never pays
+ * for one.
  *
  * <p>The view lives while something of the client uses the path, and for {@link ViewSettings#linger} after the last
  * use: then its watch is removed on the server ({@link ClientContext#dropWatches}, type PersistentRecursive). A view
@@ -65,6 +67,8 @@ import org.slf4j.LoggerFactory;
  */
 final class PathView {
     private static final Logger log = LoggerFactory.getLogger(PathView.class);
+    /** Reads in a row that must find a crowded path quiet before its view is used again. */
+    static final int QUIET_READS = 4;
     /** Why a path does not use its view. */
     enum Unusable {
         /** More nodes of other sessions than the herd bound. */
@@ -125,8 +129,11 @@ final class PathView {
     private final Map<String, Set<NodeListener>> listeners = new HashMap<>();
     private final Set<String> own = new HashSet<>(); // nodes of this client in the view, for the herd bound
     private int users;
-    private long lingerToken;
-    private ScheduledFuture<?> linger;
+    private boolean lingering; // unused, but not for long enough to drop the watch yet
+    private long idleSince; // when the last user left (System.nanoTime)
+    private long timerDue; // when the earliest linger timer fires (System.nanoTime), 0 if none is set
+    private boolean counted; // a read has counted the path's nodes: until then, attempts do without the view
+    private int quietReads; // reads in a row, while crowded, that found at most half the bound
     private boolean retired; // out of the registry: later users get a new view
     private WatchState watch = WatchState.NONE;
     private int generation; // of the watcher object: events for an older one are ignored
@@ -157,11 +164,7 @@ final class PathView {
                 return false;
             }
             users++;
-            lingerToken++;
-            if (linger != null) {
-                linger.cancel(false);
-                linger = null;
-            }
+            lingering = false;
             return true;
         } finally {
             lock.unlock();
@@ -176,22 +179,53 @@ final class PathView {
                 return;
             }
             // An unusable view lingers too, without a watch: it remembers for a while not to add one.
-            long token = ++lingerToken;
-            long nanos = context.viewSettings().linger().toNanos();
-            linger = Executors.TIMER.schedule(() -> lingered(token), nanos, TimeUnit.NANOSECONDS);
+            lingering = true;
+            idleSince = System.nanoTime();
+            timeLinger();
         } finally {
             lock.unlock();
         }
     }
 
-    private void lingered(long token) {
+    /**
+     * Sets a timer for the end of the linger, unless one is due by then already: a lock cycle leaves and retains the
+     * view every time, and a timer set for an earlier idle spell checks the idle time when it fires.
+     */
+    private void timeLinger() {
+        long lingerNanos = context.viewSettings().linger().toNanos();
+        long due = idleSince + lingerNanos;
+        if (timerDue != 0 && timerDue - due <= 0) {
+            return;
+        }
+        timerDue = due;
+        Executors.TIMER.schedule(() -> lingered(due), Math.max(0, due - System.nanoTime()), TimeUnit.NANOSECONDS);
+    }
+
+    private void lingered(long due) {
         act(todo -> {
-            if (token != lingerToken || users > 0 || retired) {
+            if (due == timerDue) {
+                timerDue = 0;
+            }
+            if (retired || !lingering || users > 0) {
                 return;
             }
-            linger = null;
+            if (idleSince + context.viewSettings().linger().toNanos() - System.nanoTime() > 0) {
+                timeLinger(); // used and left again since this timer was set
+                return;
+            }
+            lingering = false;
             retireOrDrop(todo);
         });
+    }
+
+    /** Nothing uses the view, and its linger is over. */
+    private boolean expired() {
+        return users == 0 && !lingering;
+    }
+
+    /** Something uses the view, or may soon: within its linger. */
+    private boolean wanted() {
+        return users > 0 || lingering;
     }
 
     /** Unused: drop the watch, or leave the registry if there is none. */
@@ -215,7 +249,9 @@ final class PathView {
     boolean join(Member member, List<Runnable> todo) {
         lock.lock();
         try {
-            if (unusable != null) {
+            // An acquisition joins only once a read has counted the path (its own, without the view, the first
+            // time): a client never adds a view to a path already past the herd bound. An observer joins anyway.
+            if (unusable != null || (!counted && !(member instanceof ChangeListener))) {
                 return false;
             }
             members.add(member);
@@ -398,14 +434,26 @@ final class PathView {
     }
 
     /**
-     * A read outside the view (predecessor-watch mode) found {@code others} nodes of other sessions: a crowded view
-     * becomes usable again once they are at most half the bound.
+     * A read outside the view (predecessor-watch mode) found {@code others} nodes of other sessions. The first such
+     * count decides whether the path may have a view; past the bound it may not, and a crowded view becomes usable
+     * again only after {@link #QUIET_READS} reads in a row find at most half the bound, so that a queue that empties
+     * now and then does not bring every client's view back at once.
      */
-    void countedOthers(int others) {
+    void countedOthers(int others, List<Runnable> todo) {
         lock.lock();
         try {
-            if (unusable == Unusable.CROWDED && others <= context.viewSettings().maxOthers() / 2) {
-                unusable = null;
+            counted = true;
+            int bound = context.viewSettings().maxOthers();
+            if (unusable == null) {
+                if (others > bound) {
+                    becomeUnusable(Unusable.CROWDED, todo);
+                }
+            } else if (unusable == Unusable.CROWDED) {
+                quietReads = others <= bound / 2 ? quietReads + 1 : 0;
+                if (quietReads >= QUIET_READS) {
+                    unusable = null;
+                    quietReads = 0;
+                }
             }
         } finally {
             lock.unlock();
@@ -463,7 +511,7 @@ final class PathView {
                 case OK -> {
                     watch = WatchState.SET;
                     watchSession = session;
-                    if (users == 0 && linger == null) {
+                    if (expired()) {
                         retireOrDrop(todo); // it lingered out while adding
                     } else if (unusable != null) {
                         drop(todo);
@@ -491,7 +539,7 @@ final class PathView {
     /** After an add the client gave up on: add again if anything still wants the view. */
     private void addAgain() {
         act(todo -> {
-            if (watch == WatchState.NONE && unusable == null && !retired && (users > 0 || linger != null)) {
+            if (watch == WatchState.NONE && unusable == null && !retired && wanted()) {
                 add(todo);
             }
         });
@@ -528,7 +576,7 @@ final class PathView {
 
     private void dropAgain() {
         act(todo -> {
-            if (watch == WatchState.SET && (unusable != null || (users == 0 && linger == null))) {
+            if (watch == WatchState.SET && (unusable != null || (expired()))) {
                 drop(todo);
             }
         });
@@ -553,9 +601,9 @@ final class PathView {
                     // the old session still delivers belongs to an older generation.
                     generation++;
                     watch = WatchState.NONE;
-                    if (unusable == null && (users > 0 || linger != null)) {
+                    if (unusable == null && wanted()) {
                         add(todo);
-                    } else if (users == 0 && linger == null) {
+                    } else if (expired()) {
                         retired = true;
                         todo.add(() -> context.retire(this));
                     }
@@ -626,6 +674,7 @@ final class PathView {
         own.removeIf(name -> !nodes.contains(SequenceNode.parse(name).orElseThrow()));
         own.forEach(nodes::confirm);
         live = true;
+        counted = true;
         if (!checkCrowd(todo)) {
             return;
         }
@@ -651,6 +700,7 @@ final class PathView {
         }
         log.debug("{}: unusable, {}", this, why);
         unusable = why;
+        quietReads = 0;
         live = false;
         List<Member> told = List.copyOf(members);
         members.clear();

@@ -109,7 +109,7 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
             return;
         }
         if (view != null) {
-            view.countedOthers(nodes.length - own.names().size());
+            view.countedOthers(nodes.length - own.names().size(), todo);
         }
         snapshot.take(nodes, index);
         // Copies of our create that Curator replayed after a lost reply sit before us, under our own id.
