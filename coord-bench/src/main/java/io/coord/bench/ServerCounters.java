@@ -48,6 +48,14 @@ public final class ServerCounters {
         return sum("srvr", ServerCounters::parseSent);
     }
 
+    /**
+     * The watches all servers hold on the nodes under {@code path} (not on {@code path} itself), from {@code wchp};
+     * empty as for {@link #requestsReceived()}.
+     */
+    public OptionalLong watchesUnder(String path) {
+        return sum("wchp", reply -> parseWatchesUnder(reply, path));
+    }
+
     /** The watches all servers hold, from {@code wchs}; empty as for {@link #requestsReceived()}. */
     public OptionalLong watches() {
         return sum("wchs", ServerCounters::parseWatches);
@@ -80,6 +88,23 @@ public final class ServerCounters {
         Matcher m = SESSION_RECVED.matcher(cons);
         while (m.find()) {
             total += Long.parseLong(m.group(1));
+        }
+        return OptionalLong.of(total);
+    }
+
+    /** The session lines under the paths below {@code path} in one {@code wchp} reply; empty for a refusal. */
+    static OptionalLong parseWatchesUnder(String wchp, String path) {
+        if (wchp.contains("not in the whitelist") || wchp.contains("not executed")) {
+            return OptionalLong.empty();
+        }
+        long total = 0;
+        boolean under = false;
+        for (String line : wchp.split("\n")) {
+            if (line.startsWith("/")) {
+                under = line.trim().startsWith(path + "/");
+            } else if (under && line.trim().startsWith("0x")) {
+                total++;
+            }
         }
         return OptionalLong.of(total);
     }

@@ -59,4 +59,16 @@ class ServerCountersTest {
                 OptionalLong.empty(),
                 ServerCounters.parseSent("srvr is not executed because it is not in the whitelist.\n"));
     }
+
+    @Test
+    void watchesUnderAPathCountEverySessionOnTheNodesBelowIt() {
+        String wchp = "/run/s3-curator-10/_c_1-lock-0000000001\n\t0x1000001\n"
+                + "/run/s3-curator-10/_c_2-lock-0000000002\n\t0x1000001\n\t0x1000002\n"
+                + "/run/s3-curator-10\n\t0x1000003\n"
+                + "/run/s3-curator-100/_c_3-lock-0000000003\n\t0x1000001\n";
+        assertEquals(OptionalLong.of(3), ServerCounters.parseWatchesUnder(wchp, "/run/s3-curator-10"));
+        assertEquals(
+                OptionalLong.empty(),
+                ServerCounters.parseWatchesUnder("wchp is not executed because it is not in the whitelist.\n", "/run"));
+    }
 }

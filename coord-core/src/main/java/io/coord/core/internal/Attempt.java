@@ -5,6 +5,7 @@ import io.coord.core.LeasePredicate;
 import io.coord.core.LeasePredicate.Decision;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
@@ -250,9 +251,9 @@ final class Attempt {
         if (prefixes.isEmpty()) {
             return;
         }
-        List<String> strays = view == null ? null : view.named(prefixes);
-        if (strays != null) {
-            strays.stream()
+        Optional<List<String>> strays = view == null ? Optional.empty() : view.named(prefixes);
+        if (strays.isPresent()) {
+            strays.get().stream()
                     .filter(name -> !deleting.contains(name))
                     .forEach(name -> todo.add(() -> context.deleteGuaranteed(full(name))));
         } else {

@@ -281,15 +281,6 @@ final class PathView {
         }
     }
 
-    boolean isLive() {
-        lock.lock();
-        try {
-            return live && unusable == null;
-        } finally {
-            lock.unlock();
-        }
-    }
-
     /** The lowest node as the live view holds it; empty while the view is not live. */
     Optional<PathFollower.Head> head() {
         lock.lock();
@@ -336,29 +327,29 @@ final class PathView {
     }
 
     /**
-     * The names of the nodes named with one of {@code prefixes} ({@code _c_<id>-}), or null if the view is not live:
+     * The names of the nodes named with one of {@code prefixes} ({@code _c_<id>-}); empty if the view is not live:
      * then only a read can find them.
      */
-    List<String> named(Collection<String> prefixes) {
+    Optional<List<String>> named(Collection<String> prefixes) {
         lock.lock();
         try {
             if (!live || unusable != null) {
-                return null;
+                return Optional.empty();
             }
             List<String> found = new ArrayList<>(0);
             for (String prefix : prefixes) {
                 String id = prefix.substring("_c_".length(), prefix.length() - 1);
                 nodes.withId(id).forEach(node -> found.add(node.name()));
             }
-            return found;
+            return Optional.of(found);
         } finally {
             lock.unlock();
         }
     }
 
     /**
-     * Records {@code names} as this client's, for the herd bound. Returns false if the path now holds more nodes of
-     * other sessions than the bound: the view then turns {@link Unusable#CROWDED}, and its members are told.
+     * Records {@code names} as this client's, for the herd bound. Returns false if the live view now holds more nodes
+     * of other sessions than the bound: the view then turns {@link Unusable#CROWDED}, and its members are told.
      */
     boolean own(Collection<String> names, List<Runnable> todo) {
         lock.lock();
@@ -369,7 +360,7 @@ final class PathView {
                     nodes.confirm(name);
                 }
             }
-            return checkCrowd(todo);
+            return !live || checkCrowd(todo); // not live: counted again when it is read
         } finally {
             lock.unlock();
         }
