@@ -23,6 +23,7 @@ public final class ServerCounters {
     // A session's line in cons carries its sid; the line of the cons connection itself has none.
     private static final Pattern SESSION_RECVED = Pattern.compile("recved=(\\d+),[^)]*sid=0x");
     private static final Pattern TOTAL_WATCHES = Pattern.compile("Total watches:(\\d+)");
+    private static final Pattern SENT = Pattern.compile("(?m)^Sent: (\\d+)");
 
     private final List<InetSocketAddress> servers;
 
@@ -37,6 +38,22 @@ public final class ServerCounters {
      */
     public OptionalLong requestsReceived() {
         return sum("cons", ServerCounters::parseRequests);
+    }
+
+    /**
+     * The packets all servers have sent since they started, from {@code srvr}: replies and watch notifications alike,
+     * to every connection. Empty as for {@link #requestsReceived()}.
+     */
+    public OptionalLong packetsSent() {
+        return sum("srvr", ServerCounters::parseSent);
+    }
+
+    /**
+     * The watches all servers hold on the nodes under {@code path} (not on {@code path} itself), from {@code wchp};
+     * empty as for {@link #requestsReceived()}.
+     */
+    public OptionalLong watchesUnder(String path) {
+        return sum("wchp", reply -> parseWatchesUnder(reply, path));
     }
 
     /** The watches all servers hold, from {@code wchs}; empty as for {@link #requestsReceived()}. */
@@ -73,6 +90,29 @@ public final class ServerCounters {
             total += Long.parseLong(m.group(1));
         }
         return OptionalLong.of(total);
+    }
+
+    /** The session lines under the paths below {@code path} in one {@code wchp} reply; empty for a refusal. */
+    static OptionalLong parseWatchesUnder(String wchp, String path) {
+        if (wchp.contains("not in the whitelist") || wchp.contains("not executed")) {
+            return OptionalLong.empty();
+        }
+        long total = 0;
+        boolean under = false;
+        for (String line : wchp.split("\n")) {
+            if (line.startsWith("/")) {
+                under = line.trim().startsWith(path + "/");
+            } else if (under && line.trim().startsWith("0x")) {
+                total++;
+            }
+        }
+        return OptionalLong.of(total);
+    }
+
+    /** The {@code Sent} count of one {@code srvr} reply; empty for a refusal or anything else. */
+    static OptionalLong parseSent(String srvr) {
+        Matcher m = SENT.matcher(srvr);
+        return m.find() ? OptionalLong.of(Long.parseLong(m.group(1))) : OptionalLong.empty();
     }
 
     /** The {@code Total watches} of one {@code wchs} reply; empty for a refusal or anything else. */

@@ -2,6 +2,7 @@ package io.coord.testkit;
 
 import static org.awaitility.Awaitility.await;
 
+import io.coord.core.internal.ClientContext;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -42,13 +43,38 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
     private static final Pattern WATCH_COUNT = Pattern.compile("zk_watch_count\\s+(\\d+)");
     private static final AtomicInteger PATHS = new AtomicInteger();
 
+    /** How long a test client's unused view keeps its watch: short, so that leak checks need not wait long. */
+    public static final Duration VIEW_LINGER = Duration.ofMillis(200);
+
     private TestingServer server;
     private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
     private volatile boolean stopped;
+    private volatile EngineMode mode = EngineMode.VIEW;
 
     @Override
     public void beforeAll(ExtensionContext context) throws Exception {
+        // Read by every client coord meets from now on, namespace facades included.
+        System.setProperty("coord.view.linger", VIEW_LINGER.toString());
         server = new TestingServer(true);
+    }
+
+    /** Makes the clients this fixture creates from now on, and clients coord meets first, use {@code engine}. */
+    public void mode(EngineMode engine) {
+        mode = engine;
+        System.setProperty("coord.view", engine.property());
+    }
+
+    public EngineMode mode() {
+        return mode;
+    }
+
+    /**
+     * Makes the views of {@code client} keep their watch for {@code linger} after their last use, from their next
+     * release on: long, so that a count is never disturbed by a view dropped between two calls of a test.
+     */
+    public static void lingerViews(CuratorFramework client, Duration linger) {
+        ClientContext context = ClientContext.of(client);
+        context.configureViews(context.viewSettings().withLinger(linger));
     }
 
     @Override
@@ -101,6 +127,7 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
                 .ensembleTracker(false); // it keeps a config watch that would hide leaked ones
         custom.accept(builder);
         CuratorFramework client = builder.build();
+        mode.apply(client);
         clients.add(client);
         return client;
     }
@@ -240,5 +267,6 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
     public void close() throws Exception {
         closeClients();
         server.close();
+        System.clearProperty("coord.view");
     }
 }

@@ -4,6 +4,7 @@ import io.coord.core.Participant;
 import io.coord.core.SequenceNode;
 import io.coord.core.internal.Arguments;
 import io.coord.core.internal.OrderedListeners;
+import io.coord.core.internal.PathFollower;
 import io.coord.core.internal.SerialExecutor;
 import java.nio.charset.StandardCharsets;
 import java.util.Comparator;
@@ -29,8 +30,12 @@ import org.slf4j.LoggerFactory;
  * Follows who leads an election without taking part: for a {@link LeaderLatch}, a {@link LeaderSelector}, or
  * Curator's recipes on the same path. The leader is the child with the lowest sequence number, whatever its prefix.
  *
- * <p>It costs one watch: a children watch on the election path, re-armed on every change. Each change costs one
- * children read, plus one data read when the leader changes (for its id).
+ * <p>It follows the election through the client's view of the path (one persistent watch per client and path, shared
+ * with any latch, selector or lock of the client there): a change costs no request, and a change of leader one data
+ * read, for its id. Closing the observer releases its use of the view, whose watch is removed once nothing of the
+ * client uses the path. Without a view (views turned off with {@code coord.view=off}, a server before 3.6, a path
+ * whose nodes the client may not all read, or past the herd bound) it keeps one children watch on the path instead,
+ * re-armed on every change, and each change costs one children read.
  *
  * <p>Listeners hear every change of leader, including "nobody leads" as {@code Optional.empty()}. A leader whose
  * node is seen gone is never reported again: while the new leader's id is being read, {@link #leader()} is empty.
@@ -57,6 +62,9 @@ public final class LeaderObserver implements AutoCloseable {
     private String leaderNode; // lowest child in the latest children reply, null for none
     private Participant leader; // leaderNode with its id, once read; null until then
     private String reportedNode; // what listeners last heard, null for nobody
+    private PathFollower follower; // while following through the view
+    private boolean viewLost; // the view turned unusable: follow with a children watch
+    private boolean watching; // following with a children watch
 
     /** Checks its arguments and does no I/O. */
     public LeaderObserver(CuratorFramework client, String path) {
@@ -79,8 +87,33 @@ public final class LeaderObserver implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        client.getConnectionStateListenable().addListener(connectionListener);
-        readChildren();
+        Optional<PathFollower> view = PathFollower.follow(client, path, new PathFollower.Listener() {
+            @Override
+            public void changed() {
+                followed();
+            }
+
+            @Override
+            public void unusable() {
+                viewLost();
+            }
+        });
+        boolean onView;
+        lock.lock();
+        try {
+            onView = view.isPresent() && !viewLost && phase == Phase.STARTED;
+            if (onView) {
+                follower = view.get();
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (onView) {
+            followed(); // the view may be live already, read for another user of the path
+        } else {
+            view.ifPresent(PathFollower::close);
+            watchChildren();
+        }
     }
 
     /** The current leader, empty when nobody leads (or before the first read has answered). */
@@ -101,18 +134,25 @@ public final class LeaderObserver implements AutoCloseable {
         listeners.add(listener, executor);
     }
 
-    /** Stops notifying and removes the watch. Idempotent. */
+    /** Stops notifying and releases the view, or removes the children watch. Idempotent. */
     @Override
     public void close() {
-        boolean started;
+        PathFollower view;
+        boolean watched;
         lock.lock();
         try {
-            started = phase == Phase.STARTED;
             phase = Phase.CLOSED;
+            view = follower;
+            follower = null;
+            watched = watching;
+            watching = false;
         } finally {
             lock.unlock();
         }
-        if (started) {
+        if (view != null) {
+            view.close();
+        }
+        if (watched) {
             client.getConnectionStateListenable().removeListener(connectionListener);
             removeWatches(Watcher.WatcherType.Any);
         }
@@ -123,7 +163,55 @@ public final class LeaderObserver implements AutoCloseable {
         return "LeaderObserver[" + path + "]";
     }
 
-    // ---- reading ----
+    // ---- through the view ----
+
+    /** The view changed, or was read anew: its head is the leader. Runs on ZooKeeper's event thread. */
+    private void followed() {
+        PathFollower view;
+        lock.lock();
+        try {
+            view = follower;
+        } finally {
+            lock.unlock();
+        }
+        if (view != null) {
+            // Nothing known while the view is not live: the last known leader stays until it is read again.
+            view.head().ifPresent(head -> headChanged(head.first()));
+        }
+    }
+
+    /** The view cannot serve this path any more: follow it with a children watch. */
+    private void viewLost() {
+        PathFollower view;
+        lock.lock();
+        try {
+            viewLost = true;
+            view = follower;
+            follower = null;
+        } finally {
+            lock.unlock();
+        }
+        if (view != null) { // otherwise start() has not taken it yet, and falls back itself
+            view.close();
+            watchChildren();
+        }
+    }
+
+    // ---- with a children watch ----
+
+    private void watchChildren() {
+        lock.lock();
+        try {
+            if (phase != Phase.STARTED || watching) {
+                return;
+            }
+            watching = true;
+        } finally {
+            lock.unlock();
+        }
+        client.getConnectionStateListenable().addListener(connectionListener);
+        readChildren();
+    }
 
     private void readChildren() {
         if (isClosed()) {
@@ -184,10 +272,13 @@ public final class LeaderObserver implements AutoCloseable {
     }
 
     private void childrenChanged(List<String> children) {
-        Optional<SequenceNode> lowest = children.stream()
+        headChanged(children.stream()
                 .map(SequenceNode::parse)
                 .flatMap(Optional::stream)
-                .min(Comparator.naturalOrder());
+                .min(Comparator.naturalOrder()));
+    }
+
+    private void headChanged(Optional<SequenceNode> lowest) {
         String name = lowest.map(SequenceNode::name).orElse(null);
         lock.lock();
         try {

@@ -3,8 +3,10 @@ package io.coord.election;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.coord.core.Participant;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
@@ -12,17 +14,31 @@ import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** Following the leader from outside the election, with one watch. */
+@ParameterizedClass(name = "{0}")
+@EnumSource(EngineMode.class)
 @Timeout(60)
 class LeaderObserverTest {
     private static final String NOBODY = "nobody";
 
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Parameter
+    EngineMode mode;
+
+    @BeforeEach
+    void useMode() {
+        zk.mode(mode);
+    }
 
     @Test
     void observerSeesEveryChangeOfLatchLeaderIncludingNobody() throws Exception {
@@ -97,13 +113,35 @@ class LeaderObserverTest {
         LeaderLatch leader = new LeaderLatch(client, path, "leader");
         leader.start();
         assertTrue(leader.await(Duration.ofSeconds(10)));
-        assertEquals(0, zk.watchCount(), "a leader watches nothing");
+        // A first term queues without a view (its read counts the path), and a leader watches nothing.
+        int leaders = 0;
+        await().until(() -> zk.watchCount() == leaders); // the last test's sessions may still be closing
         LeaderObserver observer = new LeaderObserver(zk.newClient(), path);
         observer.start();
         await().until(() -> observer.leader().isPresent());
-        assertEquals(1, zk.watchCount(), "the observer's children watch");
+        assertEquals(leaders + 1, zk.watchCount(), "the observer's view, or its children watch");
         observer.close();
         leader.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void observerOnAClientThatTakesPartSharesItsView() throws Exception {
+        assumeTrue(mode == EngineMode.VIEW, "a view is what is shared");
+        String path = ZooKeeperFixture.uniquePath("shared-watch");
+        CuratorFramework client = zk.newClient();
+        LeaderLatch leader = new LeaderLatch(client, path, "leader");
+        leader.start();
+        assertTrue(leader.await(Duration.ofSeconds(10)));
+        LeaderObserver observer = new LeaderObserver(client, path);
+        observer.start();
+        await().until(() -> observer.leader().isPresent());
+
+        // One view per client and path: the latch and the observer use the same watch.
+        assertEquals(1, zk.watchCount(), zk::watchesByPath);
+        leader.close();
+        await().until(() -> observer.leader().isEmpty());
+        observer.close();
         zk.assertNoLeaks(path);
     }
 

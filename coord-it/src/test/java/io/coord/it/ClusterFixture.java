@@ -3,6 +3,7 @@ package io.coord.it;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.io.IOException;
 import java.time.Duration;
@@ -39,9 +40,12 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
     private TestingCluster cluster;
     private List<InstanceSpec> instances;
     private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
+    private volatile EngineMode mode = EngineMode.VIEW;
 
     @Override
     public void beforeAll(ExtensionContext context) throws Exception {
+        // Read by every client coord meets from now on: idle views drop their watch soon after a test's last use.
+        System.setProperty("coord.view.linger", ZooKeeperFixture.VIEW_LINGER.toString());
         List<InstanceSpec> specs = new ArrayList<>();
         for (int id = 1; id <= 3; id++) {
             specs.add(new InstanceSpec(null, -1, -1, -1, true, id, TICK_MS, -1));
@@ -64,6 +68,12 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
         close();
     }
 
+    /** Makes the clients created from now on, and clients coord meets first, use {@code engine}. */
+    void mode(EngineMode engine) {
+        mode = engine;
+        System.setProperty("coord.view", engine.property());
+    }
+
     String connectString() {
         return cluster.getConnectString();
     }
@@ -84,13 +94,19 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
 
     /** Like {@link #newClient()}, through another address such as a proxy's. */
     CuratorFramework newClient(String connectString) throws InterruptedException {
+        return newClient(connectString, SESSION_TIMEOUT);
+    }
+
+    /** Like {@link #newClient(String)}, with a session of {@code sessionTimeout}. */
+    CuratorFramework newClient(String connectString, Duration sessionTimeout) throws InterruptedException {
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(connectString)
-                .sessionTimeoutMs((int) SESSION_TIMEOUT.toMillis())
+                .sessionTimeoutMs((int) sessionTimeout.toMillis())
                 .connectionTimeoutMs(2_000)
                 .retryPolicy(new RetryNTimes(20, 100))
                 .ensembleTracker(false) // it keeps a config watch that would hide leaked ones
                 .build();
+        mode.apply(client);
         clients.add(client);
         client.start();
         if (!client.blockUntilConnected(15, TimeUnit.SECONDS)) {
@@ -210,6 +226,7 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
     public void close() throws IOException {
         closeClients();
         cluster.close();
+        System.clearProperty("coord.view");
     }
 
     private void awaitServing(InstanceSpec spec) {

@@ -4,15 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.mutex.ReentrantMutex;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Mutual exclusion, fencing and progress of {@link ReentrantMutex} while servers die and sessions expire: five
@@ -21,7 +23,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class MutexSafetyIT {
     private static final int CLIENTS = 5;
     private static final int THREADS_PER_CLIENT = 2;
-    private static final Duration RUN = Duration.ofSeconds(40);
+    private static final Duration RUN = Duration.ofSeconds(30);
     private static final int MAX_TURNS_PER_WORKER = 5_000;
     private static final Duration ACQUIRE_TIMEOUT = Duration.ofSeconds(5);
     private static final long WORK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
@@ -31,9 +33,12 @@ class MutexSafetyIT {
 
     private final Timeline timeline = new Timeline();
 
-    @Test
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(EngineMode.class)
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
-    void atMostOneValidHolderWithRisingTokensWhileServersDieAndSessionsExpire(TestReporter report) throws Exception {
+    void atMostOneValidHolderWithRisingTokensWhileServersDieAndSessionsExpire(EngineMode mode, TestReporter report)
+            throws Exception {
+        cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("mutex-safety");
         ChaosRun run = new ChaosRun(cluster, timeline, RUN);
         // The referee's client is no target of the faults.

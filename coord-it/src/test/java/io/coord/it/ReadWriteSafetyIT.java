@@ -5,16 +5,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.it.ExclusionChecker.Mode;
 import io.coord.rwlock.ReadWriteMutex;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Exclusion, sharing, fencing and progress of {@link ReadWriteMutex} while servers die and sessions expire: four
@@ -39,10 +41,12 @@ class ReadWriteSafetyIT {
 
     private final Timeline timeline = new Timeline();
 
-    @Test
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(EngineMode.class)
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void writersExcludeValidHoldersAndReadersShareWhileServersDieAndSessionsExpire(TestReporter report)
+    void writersExcludeValidHoldersAndReadersShareWhileServersDieAndSessionsExpire(EngineMode mode, TestReporter report)
             throws Exception {
+        cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("rwlock-safety");
         ChaosRun run = new ChaosRun(cluster, timeline, RUN);
         // The referee's client is no target of the faults.

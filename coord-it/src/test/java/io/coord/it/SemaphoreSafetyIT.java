@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.it.ExclusionChecker.Mode;
 import io.coord.semaphore.DistributedSemaphore;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
@@ -12,10 +13,11 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The permit limit, sharing and progress of {@link DistributedSemaphore} while servers die and sessions expire: four
@@ -40,10 +42,12 @@ class SemaphoreSafetyIT {
 
     private final Timeline timeline = new Timeline();
 
-    @Test
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(EngineMode.class)
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void validLeasesNeverHoldMorePermitsThanTheLimitWhileServersDieAndSessionsExpire(TestReporter report)
-            throws Exception {
+    void validLeasesNeverHoldMorePermitsThanTheLimitWhileServersDieAndSessionsExpire(
+            EngineMode mode, TestReporter report) throws Exception {
+        cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("semaphore-safety");
         ChaosRun run = new ChaosRun(cluster, timeline, RUN);
         // The referee's client is no target of the faults.

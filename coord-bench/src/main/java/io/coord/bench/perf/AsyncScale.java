@@ -6,7 +6,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
@@ -63,19 +62,19 @@ final class AsyncScale implements Scenario {
     private static double coordSide(BenchContext ctx, CuratorFramework holder, int waiters, Sample sample)
             throws Exception {
         String path = ctx.path("s8", "coord");
-        Lease head = new ReentrantMutex(holder, path).acquireAsync().get(30, TimeUnit.SECONDS);
         // A session of its own: closing it withdraws all the waiters in one request instead of one delete each.
         CuratorFramework client = ctx.newClient();
+        ReentrantMutex lock = new ReentrantMutex(client, path);
+        Znodes.primeView(lock);
+        Lease head = new ReentrantMutex(holder, path).acquireAsync().get(30, TimeUnit.SECONDS);
         try {
-            ReentrantMutex lock = new ReentrantMutex(client, path);
             int before = Threads.live();
             List<CompletableFuture<Lease>> pending = new ArrayList<>(waiters);
-            OptionalLong watchesBefore = ctx.counters().watches();
             Sample.Window window = sample.open(ctx.counters());
             for (int i = 0; i < waiters; i++) {
                 pending.add(lock.acquireAsync());
             }
-            Znodes.awaitQueued(ctx, holder, path, waiters, watchesBefore, QUEUE_TIMEOUT);
+            Znodes.awaitQueued(ctx, holder, path, waiters, 0, QUEUE_TIMEOUT);
             window.close(waiters);
             int during = Threads.live();
             ctx.safety()
@@ -98,7 +97,6 @@ final class AsyncScale implements Scenario {
         Threads.WaiterPool pool = new Threads.WaiterPool("curator-pending", waiters);
         try {
             int before = Threads.live();
-            OptionalLong watchesBefore = ctx.counters().watches();
             Sample.Window window = sample.open(ctx.counters());
             for (int i = 0; i < waiters; i++) {
                 InterProcessMutex lock = new InterProcessMutex(client, path); // one per thread, as in scenario 3
@@ -115,7 +113,7 @@ final class AsyncScale implements Scenario {
                     }
                 });
             }
-            Znodes.awaitQueued(ctx, holder, path, waiters, watchesBefore, QUEUE_TIMEOUT);
+            Znodes.awaitQueued(ctx, holder, path, waiters, waiters, QUEUE_TIMEOUT);
             window.close(waiters);
             return Threads.live() - before;
         } finally {

@@ -49,7 +49,8 @@ public final class Bench {
                     continue;
                 }
                 attempted.add(scenario.id());
-                progress.step("scenario " + scenario.id() + " of 8: " + scenario.title());
+                progress.step(
+                        "scenario " + scenario.id() + " of " + Scenarios.all().size() + ": " + scenario.title());
                 try {
                     rows.addAll(scenario.run(ctx));
                 } catch (InterruptedException e) {

@@ -6,7 +6,6 @@ import io.coord.mutex.ReentrantMutex;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.OptionalLong;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -80,14 +79,14 @@ final class HandOff implements Scenario {
             Safety.Guard guard)
             throws Exception {
         String path = ctx.path("s3", "coord", String.valueOf(size));
+        ReentrantMutex waiterLock = new ReentrantMutex(waiters, path);
+        Znodes.primeView(waiterLock);
         Lease head = new ReentrantMutex(holder, path).acquireAsync().get(30, TimeUnit.SECONDS);
         guard.enter(head.fencingToken());
-        ReentrantMutex waiterLock = new ReentrantMutex(waiters, path);
         BlockingQueue<Grant> grants = new LinkedBlockingQueue<>();
         List<CompletableFuture<Lease>> pending = new ArrayList<>(size);
         boolean headHeld = true;
         try {
-            OptionalLong watchesBefore = ctx.counters().watches();
             for (int i = 0; i < size; i++) {
                 pending.add(waiterLock.acquireAsync().whenComplete((lease, error) -> {
                     long at = System.nanoTime();
@@ -97,7 +96,7 @@ final class HandOff implements Scenario {
                     grants.add(new Grant(lease, at, error));
                 }));
             }
-            Znodes.awaitQueued(ctx, holder, path, size, watchesBefore, QUEUE_TIMEOUT);
+            Znodes.awaitQueued(ctx, holder, path, size, 0, QUEUE_TIMEOUT);
 
             Sample.Window window = sample.open(ctx.counters());
             long releasedAt = System.nanoTime();
@@ -141,7 +140,6 @@ final class HandOff implements Scenario {
         holderLock.acquire();
         guard.enter();
         boolean headHeld = true;
-        OptionalLong watchesBefore = ctx.counters().watches();
         AtomicLong releasedAt = new AtomicLong();
         AtomicReference<Exception> failure = new AtomicReference<>();
         CountDownLatch finished = new CountDownLatch(size);
@@ -165,7 +163,7 @@ final class HandOff implements Scenario {
                     }
                 });
             }
-            Znodes.awaitQueued(ctx, holder, path, size, watchesBefore, QUEUE_TIMEOUT);
+            Znodes.awaitQueued(ctx, holder, path, size, size, QUEUE_TIMEOUT);
 
             Sample.Window window = sample.open(ctx.counters());
             guard.exit();

@@ -5,7 +5,7 @@ import java.util.List;
 /**
  * One line of the results: a scenario variant, coord's figures and those of each Curator counterpart.
  *
- * @param scenario the scenario's number, "1" to "8"
+ * @param scenario the scenario's number, "1" to "9"
  * @param title what the scenario does
  * @param variant the size or load of this row, e.g. "32 sessions"
  * @param extraName what {@link Figures#extra()} means in this row, or "" when it is unused

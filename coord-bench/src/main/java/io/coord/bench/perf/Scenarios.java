@@ -15,6 +15,7 @@ final class Scenarios {
                 new Semaphore(),
                 new QueueDrain(CoordQueues::create),
                 new Failover(),
-                new AsyncScale());
+                new AsyncScale(),
+                new HerdCheck());
     }
 }

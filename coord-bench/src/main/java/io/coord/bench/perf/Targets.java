@@ -46,6 +46,10 @@ final class Targets {
                 "8 coord threads added while waiters pend (absolute)",
                 row(rows, "8", null).map(r -> r.coord().extra()).orElse(Double.NaN),
                 20));
+        targets.add(TargetResult.atLeast(
+                "9 herd check throughput, " + HerdCheck.SESSIONS + " sessions",
+                ratio(rows, "9", null).map(Figures.Ratios::throughput).orElse(Double.NaN),
+                1.0));
         return targets;
     }
 

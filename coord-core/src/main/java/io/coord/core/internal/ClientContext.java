@@ -6,6 +6,7 @@ import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
@@ -44,6 +45,9 @@ public final class ClientContext {
     private final Set<LeaseImpl> leases = ConcurrentHashMap.newKeySet();
     private final Set<Attempt> attempts = ConcurrentHashMap.newKeySet();
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
+    private final Map<String, PathView> views = new ConcurrentHashMap<>();
+    private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
+    private volatile boolean viewsUnsupported;
     // One watcher object for every node watch of this client. The handle keeps one registration per watcher and
     // path, so waiters that come and go on one node never pile up registrations, even across SharedPath lifetimes.
     private final Watcher nodeWatcher = this::nodeWatchFired;
@@ -138,6 +142,48 @@ public final class ClientContext {
             s.users++;
             return s;
         });
+    }
+
+    /** How this client uses views; from the system properties unless {@link #configureViews} changed it. */
+    public ViewSettings viewSettings() {
+        return viewSettings;
+    }
+
+    /**
+     * Changes how this client uses views from now on: with {@code enabled} false, paths queue with predecessor
+     * watches only. Acquisitions already under way keep the engine they started with.
+     */
+    public void configureViews(ViewSettings settings) {
+        viewSettings = Objects.requireNonNull(settings, "settings");
+    }
+
+    /** Whether new acquisitions may use a view: enabled, and the server can add persistent watches. */
+    public boolean usesViews() {
+        return viewSettings.enabled() && !viewsUnsupported;
+    }
+
+    /** The server answered addWatch UNIMPLEMENTED (before 3.6): no view for this client from now on. */
+    void viewsUnsupported() {
+        if (!viewsUnsupported) {
+            viewsUnsupported = true;
+            log.info("ZooKeeper cannot add persistent watches (a server before 3.6): coord uses predecessor watches");
+        }
+    }
+
+    /** The view of {@code path}, retained once: the caller releases it when done. */
+    PathView retainView(String path) {
+        return views.compute(path, (p, view) -> view != null && view.retain() ? view : fresh(p));
+    }
+
+    private PathView fresh(String path) {
+        PathView view = new PathView(this, path);
+        view.retain();
+        return view;
+    }
+
+    /** The view went unused past its linger, without a watch: later users get a new one. */
+    void retire(PathView view) {
+        views.remove(view.path(), view);
     }
 
     Watcher nodeWatcher() {
@@ -320,17 +366,25 @@ public final class ClientContext {
      * sent, the watch ends with the session or fires once more, and its event finds nobody waiting.
      */
     public CompletableFuture<Void> dropWatches(String path, Watcher.WatcherType type) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
+        return dropWatchesAnswering(path, type).thenApply(rc -> null);
+    }
+
+    /**
+     * Like {@link #dropWatches}, completing with the server's answer: OK (NOWATCHER too, quietly), an in-doubt code
+     * if the connection went first, or SYSTEMERROR if the client could not send it (closed).
+     */
+    CompletableFuture<KeeperException.Code> dropWatchesAnswering(String path, Watcher.WatcherType type) {
+        CompletableFuture<KeeperException.Code> done = new CompletableFuture<>();
         try {
             client.watchers()
                     .removeAll()
                     .ofType(type)
                     .quietly()
-                    .inBackground((c, event) -> done.complete(null))
+                    .inBackground((c, event) -> done.complete(KeeperException.Code.get(event.getResultCode())))
                     .forPath(path);
         } catch (Exception e) {
             log.debug("watches on {} left to the session's end", path, e);
-            done.complete(null);
+            done.complete(KeeperException.Code.SYSTEMERROR);
         }
         return done;
     }
@@ -384,6 +438,7 @@ public final class ClientContext {
         // timeout. Deleting its nodes, retried until the next connection carries it, lets the next holder in at once.
         lost.forEach(l -> l.nodes().forEach(this::deleteGuaranteed));
         sessionListeners.forEach(l -> l.sessionChanged(event));
+        views.values().forEach(v -> v.sessionChanged(event));
         if (state == ConnectionState.LOST) {
             // Waiters' znodes died with the session: each queues again on the next one.
             List.copyOf(attempts).forEach(Attempt::sessionLost);
@@ -472,6 +527,7 @@ public final class ClientContext {
         List.copyOf(requests).forEach(r -> r.completeExceptionally(closedError("the request")));
         if (first) {
             sessionListeners.forEach(l -> l.sessionChanged(SessionEvent.CLOSED));
+            views.values().forEach(v -> v.sessionChanged(SessionEvent.CLOSED));
         }
     }
 }

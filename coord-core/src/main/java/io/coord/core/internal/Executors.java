@@ -2,6 +2,7 @@ package io.coord.core.internal;
 
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -20,7 +21,18 @@ final class Executors {
     static final Executor USER = new ThreadPoolExecutor(
             0, Integer.MAX_VALUE, 30, TimeUnit.SECONDS, new SynchronousQueue<>(), daemon("coord-completions-"));
 
+    /** Times what waits on the clock alone, such as an unused view's linger; runs only quick, non-blocking tasks. */
+    static final ScheduledThreadPoolExecutor TIMER = timer();
+
     private Executors() {}
+
+    private static ScheduledThreadPoolExecutor timer() {
+        ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, daemon("coord-timer-"));
+        timer.setKeepAliveTime(10, TimeUnit.SECONDS);
+        timer.allowCoreThreadTimeOut(true);
+        timer.setRemoveOnCancelPolicy(true);
+        return timer;
+    }
 
     /** One thread for coord's own retries of a client; no user code ever runs on it. */
     static ThreadPoolExecutor internal() {

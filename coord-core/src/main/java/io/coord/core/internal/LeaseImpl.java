@@ -96,6 +96,11 @@ final class LeaseImpl implements Lease {
         return nodes;
     }
 
+    /** Runs {@code action} once the lease has ended, LOST or RELEASED, on coord's callback thread. */
+    void whenEnded(Runnable action) {
+        ended.whenComplete((state, error) -> action.run());
+    }
+
     long session() {
         return session;
     }

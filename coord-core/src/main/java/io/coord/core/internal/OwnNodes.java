@@ -38,6 +38,12 @@ final class OwnNodes {
         token = made.token();
     }
 
+    /** The protection id of the current generation: its names start with {@code _c_<id>-}. */
+    String currentId() {
+        String prefix = prefixes.get(prefixes.size() - 1);
+        return prefix.substring("_c_".length(), prefix.length() - 1);
+    }
+
     /** Whether this generation's create has answered with our nodes. */
     boolean exist() {
         return last != null;

@@ -1,0 +1,872 @@
+package io.coord.core.internal;
+
+import io.coord.core.LeasePredicate;
+import io.coord.core.LeasePredicate.Decision;
+import io.coord.core.SequenceNode;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.AddWatchMode;
+import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.Watcher.Event.EventType;
+import org.apache.zookeeper.data.Stat;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One client's view of one path's children: a single {@code PERSISTENT_RECURSIVE} watch on the path, primed by one
+ * children read and kept current from the NodeCreated and NodeDeleted events that follow. Every attempt, lease and
+ * observer of the client on the path shares it, so that entering costs only the create and a hand-off no request at
+ * all.
+ *
+ * <p>What makes deciding on it safe (see DESIGN.md, "The view"):
+ *
+ * <ul>
+ *   <li>A session's events and async replies come through one queue in the server's order. When a create's async
+ *       reply arrives, the event of every change made before it has been applied here. The view is read and changed
+ *       only on that queue's thread, and no decision is ever taken on a synchronous reply.
+ *   <li>Events during a disconnection are lost. From the moment the connection drops until a read sent on the new
+ *       connection has answered, the view is not {@linkplain #isLive live} and nothing is decided on it. The read
+ *       replaces the view; events apply idempotently.
+ *   <li>Session expiry takes the watch along: on the next session it is added again and the path read again.
+ *   <li>Deleting the path (a reaped container) clears the view, and sequences start over when it is created again.
+ *   <li>The server withholds events about nodes the client may not read. Creates are counted ({@link ViewNodes}), so
+ *       a missed one is noticed; the readability of nodes listed by a read is checked before anyone waits on them.
+ *       Either finding makes the view unusable on this path.
+ *   <li>A server older than 3.6 cannot add the watch: the client then never uses views.
+ * </ul>
+ *
+ * <p>Every event goes to every client with a view of the path, so with N clients contending a round costs O(N²)
+ * notifications. A client therefore keeps its view only while the path holds at most {@link ViewSettings#maxOthers}
+ * nodes besides its own, and falls back to predecessor watches above that ({@link Unusable#CROWDED}), until
+ * {@link #QUIET_READS} reads in a row find the path back at half the bound. Nor does it add a view to a path it has
+ * not counted yet: a client's first acquisition on a path queues with predecessor watches, and its read is the count.
+ * So a path that is crowded from the start never sees a burst of views, and a path used once in a while never pays
+ * for one.
+ *
+ * <p>The view lives while something of the client uses the path, and for {@link ViewSettings#linger} after the last
+ * use: then its watch is removed on the server ({@link ClientContext#dropWatches}, type PersistentRecursive). A view
+ * that becomes unusable drops its watch at once.
+ *
+ * <p>Locks: callers may hold their own lock while calling in, so the view never calls out under its lock, and never
+ * calls a member back from a method a member called: whatever follows (requests, notifications) is added to the
+ * caller's {@code todo}, to run once every lock is released.
+ */
+final class PathView {
+    private static final Logger log = LoggerFactory.getLogger(PathView.class);
+    /** Reads in a row that must find a crowded path quiet before its view is used again. */
+    static final int QUIET_READS = 4;
+    /** Why a path does not use its view. */
+    enum Unusable {
+        /** More nodes of other sessions than the herd bound. */
+        CROWDED,
+        /** Some node's events are withheld from this client (READ ACL). */
+        BLIND,
+        /** The server cannot add a persistent watch (before 3.6), or refused it. */
+        UNSUPPORTED
+    }
+
+    /** Something deciding on the view: told when it was read anew, and when it must not be used any more. */
+    interface Member {
+        /** The view was replaced by a read: anything may have changed. */
+        void viewRead();
+
+        /** The view is unusable from now on: stop deciding on it. */
+        void viewUnusable(Unusable why);
+    }
+
+    /** Hears of the deletion of a node it waits on or holds. */
+    interface NodeListener {
+        void nodeDeleted(SequenceNode node);
+    }
+
+    /** Hears of every change of the view: observers. */
+    interface ChangeListener extends Member {
+        void viewChanged();
+    }
+
+    /** What the view says about a contender's node. */
+    record Verdict(Kind kind, Decision decision, List<SequenceNode> strays) {
+        enum Kind {
+            /** Not live, or not on the node's session: wait for the next read. */
+            NOT_READY,
+            /** Live, and the node is not in it. */
+            MISSING,
+            DECIDED
+        }
+
+        static final Verdict NOT_READY = new Verdict(Kind.NOT_READY, null, List.of());
+        static final Verdict MISSING = new Verdict(Kind.MISSING, null, List.of());
+    }
+
+    private enum WatchState {
+        NONE,
+        ADDING,
+        SET,
+        DROPPING
+    }
+
+    private final ClientContext context;
+    private final String path;
+    private final ReentrantLock lock = new ReentrantLock();
+    // Guarded by lock.
+    private final ViewNodes nodes = new ViewNodes();
+    private final Set<Member> members = new LinkedHashSet<>();
+    private final Set<ChangeListener> observers = new LinkedHashSet<>();
+    private final Map<String, Set<NodeListener>> listeners = new HashMap<>();
+    private final Set<String> own = new HashSet<>(); // nodes of this client in the view, for the herd bound
+    private int users;
+    private boolean lingering; // unused, but not for long enough to drop the watch yet
+    private long idleSince; // when the last user left (System.nanoTime)
+    private long timerDue; // when the earliest linger timer fires (System.nanoTime), 0 if none is set
+    private boolean counted; // a read has counted the path's nodes: until then, attempts do without the view
+    private int quietReads; // reads in a row, while crowded, that found at most half the bound
+    private boolean retired; // out of the registry: later users get a new view
+    private WatchState watch = WatchState.NONE;
+    private int generation; // of the watcher object: events for an older one are ignored
+    private long watchSession;
+    private boolean wantWatch; // add the watch once the drop in flight has answered
+    private boolean sessionEnded; // until the next session, where the watch is added again anyway
+    private boolean live;
+    private boolean reading;
+    private boolean confirming;
+    private Unusable unusable;
+
+    PathView(ClientContext context, String path) {
+        this.context = context;
+        this.path = path;
+    }
+
+    String path() {
+        return path;
+    }
+
+    // ---- users and lifetime ----
+
+    /** Under the registry's update: one more user; false if retired (the registry then makes a new view). */
+    boolean retain() {
+        lock.lock();
+        try {
+            if (retired) {
+                return false;
+            }
+            users++;
+            lingering = false;
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** One user fewer. The last one starts the linger, after which the watch is dropped. */
+    void release() {
+        lock.lock();
+        try {
+            if (--users > 0 || retired) {
+                return;
+            }
+            // An unusable view lingers too, without a watch: it remembers for a while not to add one.
+            lingering = true;
+            idleSince = System.nanoTime();
+            timeLinger();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Sets a timer for the end of the linger, unless one is due by then already: a lock cycle leaves and retains the
+     * view every time, and a timer set for an earlier idle spell checks the idle time when it fires.
+     */
+    private void timeLinger() {
+        long lingerNanos = context.viewSettings().linger().toNanos();
+        long due = idleSince + lingerNanos;
+        if (timerDue != 0 && timerDue - due <= 0) {
+            return;
+        }
+        timerDue = due;
+        Executors.TIMER.schedule(() -> lingered(due), Math.max(0, due - System.nanoTime()), TimeUnit.NANOSECONDS);
+    }
+
+    private void lingered(long due) {
+        act(todo -> {
+            if (due == timerDue) {
+                timerDue = 0;
+            }
+            if (retired || !lingering || users > 0) {
+                return;
+            }
+            if (idleSince + context.viewSettings().linger().toNanos() - System.nanoTime() > 0) {
+                timeLinger(); // used and left again since this timer was set
+                return;
+            }
+            lingering = false;
+            retireOrDrop(todo);
+        });
+    }
+
+    /** Nothing uses the view, and its linger is over. */
+    private boolean expired() {
+        return users == 0 && !lingering;
+    }
+
+    /** Something uses the view, or may soon: within its linger. */
+    private boolean wanted() {
+        return users > 0 || lingering;
+    }
+
+    /** Unused: drop the watch, or leave the registry if there is none. */
+    private void retireOrDrop(List<Runnable> todo) {
+        switch (watch) {
+            case SET -> drop(todo);
+            case NONE -> {
+                retired = true;
+                todo.add(() -> context.retire(this));
+            }
+            case ADDING, DROPPING -> {} // decided again when it answers
+        }
+    }
+
+    // ---- members ----
+
+    /**
+     * Joins {@code member} to the view, adding the watch and reading the path if it has none. False if the view is
+     * unusable here (the member then works without it). The caller retained the view first.
+     */
+    boolean join(Member member, List<Runnable> todo) {
+        lock.lock();
+        try {
+            // An acquisition joins only once a read has counted the path (its own, without the view, the first
+            // time): a client never adds a view to a path already past the herd bound. An observer joins anyway.
+            if (unusable != null || (!counted && !(member instanceof ChangeListener))) {
+                return false;
+            }
+            members.add(member);
+            if (member instanceof ChangeListener observer) {
+                observers.add(observer);
+            }
+            ensureWatch(todo);
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The member stops deciding on the view, and stops listening to the nodes it listened to. */
+    void quit(Member member, Collection<String> listenedTo, NodeListener listener) {
+        lock.lock();
+        try {
+            members.remove(member);
+            if (member instanceof ChangeListener observer) {
+                observers.remove(observer);
+            }
+            for (String name : listenedTo) {
+                unlisten(name, listener);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The lowest node as the live view holds it; empty while the view is not live. */
+    Optional<PathFollower.Head> head() {
+        lock.lock();
+        try {
+            return live && unusable == null ? Optional.of(new PathFollower.Head(nodes.first())) : Optional.empty();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Runs {@code predicate} on the queue up to {@code ours}, if the view is live on {@code session}, the session that
+     * owns {@code ours}: a view kept on another session says nothing about what was created before it. Stray copies of
+     * our create before ours (named with our {@code id}, other than {@code current}) are left out and returned, to be
+     * deleted.
+     */
+    Verdict evaluate(SequenceNode ours, long session, String id, Collection<String> current, LeasePredicate predicate) {
+        lock.lock();
+        try {
+            if (!live || unusable != null || watch != WatchState.SET || session != watchSession) {
+                return Verdict.NOT_READY;
+            }
+            int index = nodes.indexOf(ours);
+            if (index < 0) {
+                return Verdict.MISSING;
+            }
+            List<SequenceNode> queue = nodes.upTo(index);
+            List<SequenceNode> strays = new ArrayList<>(0);
+            for (SequenceNode node : nodes.withId(id)) {
+                if (node.compareTo(ours) < 0 && !current.contains(node.name())) {
+                    strays.add(node);
+                }
+            }
+            if (!strays.isEmpty()) {
+                List<SequenceNode> kept = new ArrayList<>(queue);
+                kept.removeAll(strays);
+                queue = kept;
+            }
+            Decision decision = predicate.evaluate(queue, queue.size() - 1);
+            return new Verdict(Verdict.Kind.DECIDED, decision, List.copyOf(strays));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The names of the nodes named with one of {@code prefixes} ({@code _c_<id>-}); empty if the view is not live:
+     * then only a read can find them.
+     */
+    Optional<List<String>> named(Collection<String> prefixes) {
+        lock.lock();
+        try {
+            if (!live || unusable != null) {
+                return Optional.empty();
+            }
+            List<String> found = new ArrayList<>(0);
+            for (String prefix : prefixes) {
+                String id = prefix.substring("_c_".length(), prefix.length() - 1);
+                nodes.withId(id).forEach(node -> found.add(node.name()));
+            }
+            return Optional.of(found);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Records {@code names} as this client's, for the herd bound. Returns false if the live view now holds more nodes
+     * of other sessions than the bound: the view then turns {@link Unusable#CROWDED}, and its members are told.
+     */
+    boolean own(Collection<String> names, List<Runnable> todo) {
+        lock.lock();
+        try {
+            for (String name : names) {
+                if (nodes.contains(SequenceNode.parse(name).orElseThrow())) {
+                    own.add(name);
+                    nodes.confirm(name);
+                }
+            }
+            return !live || checkCrowd(todo); // not live: counted again when it is read
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Listens for the deletion of each node; false, listening to none, if one of them is not in the view any more.
+     * A node whose readability is unknown is checked, in one request for all such nodes.
+     */
+    boolean listen(Collection<SequenceNode> watched, NodeListener listener, List<Runnable> todo) {
+        lock.lock();
+        try {
+            for (SequenceNode node : watched) {
+                if (!nodes.contains(node)) {
+                    return false;
+                }
+            }
+            boolean check = false;
+            for (SequenceNode node : watched) {
+                listeners
+                        .computeIfAbsent(node.name(), k -> new LinkedHashSet<>(2))
+                        .add(listener);
+                check |= !nodes.isConfirmed(node.name());
+            }
+            if (check && !confirming && live) {
+                confirm(todo);
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Listens for the deletion of nodes we hold, whether or not the view is live: a holder's loss is news anyway. */
+    void hold(Collection<String> names, NodeListener listener) {
+        lock.lock();
+        try {
+            for (String name : names) {
+                listeners.computeIfAbsent(name, k -> new LinkedHashSet<>(2)).add(listener);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void unlisten(Collection<String> names, NodeListener listener) {
+        lock.lock();
+        try {
+            for (String name : names) {
+                unlisten(name, listener);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void unlisten(String name, NodeListener listener) {
+        Set<NodeListener> set = listeners.get(name);
+        if (set != null && set.remove(listener) && set.isEmpty()) {
+            listeners.remove(name);
+        }
+    }
+
+    /**
+     * A read outside the view (predecessor-watch mode) found {@code others} nodes of other sessions. The first such
+     * count decides whether the path may have a view; past the bound it may not, and a crowded view becomes usable
+     * again only after {@link #QUIET_READS} reads in a row find at most half the bound, so that a queue that empties
+     * now and then does not bring every client's view back at once.
+     */
+    void countedOthers(int others, List<Runnable> todo) {
+        lock.lock();
+        try {
+            counted = true;
+            int bound = context.viewSettings().maxOthers();
+            if (unusable == null) {
+                if (others > bound) {
+                    becomeUnusable(Unusable.CROWDED, todo);
+                }
+            } else if (unusable == Unusable.CROWDED) {
+                quietReads = others <= bound / 2 ? quietReads + 1 : 0;
+                if (quietReads >= QUIET_READS) {
+                    unusable = null;
+                    quietReads = 0;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---- the watch ----
+
+    private void ensureWatch(List<Runnable> todo) {
+        switch (watch) {
+            case NONE -> {
+                if (!sessionEnded) {
+                    add(todo);
+                }
+            }
+            case DROPPING -> wantWatch = true;
+            case ADDING, SET -> {}
+        }
+    }
+
+    /** Adds the watch with a watcher of its own generation, and reads right behind it (one round trip). */
+    private void add(List<Runnable> todo) {
+        int gen = ++generation;
+        log.debug("{}: adding the watch", this);
+        watch = WatchState.ADDING;
+        live = false;
+        wantWatch = false;
+        long session = context.sessionId();
+        Watcher watcher = event -> watched(gen, event);
+        todo.add(() -> {
+            try {
+                context.client()
+                        .watchers()
+                        .add()
+                        .withMode(AddWatchMode.PERSISTENT_RECURSIVE)
+                        .inBackground((c, e) -> added(gen, session, Code.get(e.getResultCode())))
+                        .usingWatcher(watcher)
+                        .forPath(path);
+            } catch (Exception e) {
+                added(gen, session, Code.SYSTEMERROR);
+            }
+        });
+        if (!reading) {
+            read(todo);
+        }
+    }
+
+    private void added(int gen, long session, Code rc) {
+        act(todo -> {
+            log.debug("{}: watch of generation {} added: {}", this, gen, rc);
+            if (gen != generation || watch != WatchState.ADDING) {
+                return; // a newer session's add is on its way
+            }
+            switch (rc) {
+                case OK -> {
+                    watch = WatchState.SET;
+                    watchSession = session;
+                    if (expired()) {
+                        retireOrDrop(todo); // it lingered out while adding
+                    } else if (unusable != null) {
+                        drop(todo);
+                    } else if (!live && !reading) {
+                        read(todo); // the read sent with the add answered before it: not covered by the watch
+                    }
+                }
+                case UNIMPLEMENTED -> {
+                    watch = WatchState.NONE;
+                    context.viewsUnsupported();
+                    becomeUnusable(Unusable.UNSUPPORTED, todo);
+                }
+                default -> {
+                    watch = WatchState.NONE;
+                    if (ResultCodes.isInDoubt(rc)) {
+                        todo.add(() -> context.whenConnected(this::addAgain));
+                    } else {
+                        becomeUnusable(Unusable.UNSUPPORTED, todo);
+                    }
+                }
+            }
+        });
+    }
+
+    /** After an add the client gave up on: add again if anything still wants the view. */
+    private void addAgain() {
+        act(todo -> {
+            if (watch == WatchState.NONE && unusable == null && !retired && wanted()) {
+                add(todo);
+            }
+        });
+    }
+
+    private void drop(List<Runnable> todo) {
+        watch = WatchState.DROPPING;
+        generation++; // from now on, its events are ignored
+        live = false;
+        todo.add(() -> context.dropWatchesAnswering(path, Watcher.WatcherType.PersistentRecursive)
+                .thenAccept(this::dropped));
+    }
+
+    private void dropped(Code rc) {
+        act(todo -> {
+            if (watch != WatchState.DROPPING) {
+                return;
+            }
+            if (ResultCodes.isInDoubt(rc) && !context.isClosed()) {
+                // The client still registers the watch and would set it again on the next connection.
+                watch = WatchState.SET;
+                todo.add(() -> context.whenConnected(this::dropAgain));
+                return;
+            }
+            watch = WatchState.NONE;
+            if (wantWatch && unusable == null && !members.isEmpty()) {
+                add(todo);
+            } else if (users == 0) {
+                retired = true;
+                todo.add(() -> context.retire(this));
+            }
+        });
+    }
+
+    private void dropAgain() {
+        act(todo -> {
+            if (watch == WatchState.SET && (unusable != null || (expired()))) {
+                drop(todo);
+            }
+        });
+    }
+
+    /** The client's session changed (on Curator's listener thread). */
+    void sessionChanged(ClientContext.SessionEvent event) {
+        act(todo -> {
+            log.debug("{}: {}", this, event);
+            switch (event) {
+                case SESSION_ENDED, CLOSED -> {
+                    live = false;
+                    sessionEnded = true;
+                }
+                case NEW_SESSION -> {
+                    live = false;
+                    sessionEnded = false;
+                    if (retired) {
+                        return;
+                    }
+                    // The watch died with the old session, and a drop in flight has nothing left to drop. Whatever
+                    // the old session still delivers belongs to an older generation.
+                    generation++;
+                    watch = WatchState.NONE;
+                    if (unusable == null && wanted()) {
+                        add(todo);
+                    } else if (expired()) {
+                        retired = true;
+                        todo.add(() -> context.retire(this));
+                    }
+                }
+                case SUSPENDED, RECONNECTED -> {} // seen in order by the watch itself
+            }
+        });
+    }
+
+    // ---- reading ----
+
+    private void read(List<Runnable> todo) {
+        reading = true;
+        int gen = generation;
+        todo.add(() -> {
+            try {
+                context.client()
+                        .getChildren()
+                        .inBackground((c, e) -> readAnswered(gen, e))
+                        .forPath(path);
+            } catch (Exception e) {
+                readAnswered(gen, null);
+            }
+        });
+    }
+
+    private void readAnswered(int gen, CuratorEvent event) {
+        Code rc = event == null ? Code.SYSTEMERROR : Code.get(event.getResultCode());
+        act(todo -> {
+            log.debug("{}: read of generation {} answered {}", this, gen, rc);
+            reading = false;
+            // Only a read that the server answered after adding this generation's watch covers what follows it.
+            if (gen != generation || watch != WatchState.SET) {
+                if (watch == WatchState.SET && !live) {
+                    read(todo);
+                }
+                return;
+            }
+            switch (rc) {
+                case OK -> {
+                    Stat stat = event.getStat();
+                    if (stat == null) {
+                        becomeUnusable(Unusable.UNSUPPORTED, todo); // no count without the parent's Stat
+                        return;
+                    }
+                    nodes.reset(event.getChildren(), stat.getCversion(), stat.getNumChildren());
+                    becomeLive(todo);
+                }
+                case NONODE -> {
+                    nodes.resetMissingParent();
+                    becomeLive(todo);
+                }
+                case NOAUTH -> becomeUnusable(Unusable.BLIND, todo);
+                default -> todo.add(() -> context.whenConnected(this::readAgain));
+            }
+        });
+    }
+
+    private void readAgain() {
+        act(todo -> {
+            if (watch == WatchState.SET && !live && !reading && unusable == null) {
+                read(todo);
+            }
+        });
+    }
+
+    private void becomeLive(List<Runnable> todo) {
+        own.removeIf(name -> !nodes.contains(SequenceNode.parse(name).orElseThrow()));
+        own.forEach(nodes::confirm);
+        live = true;
+        counted = true;
+        if (!checkCrowd(todo)) {
+            return;
+        }
+        List<Member> told = List.copyOf(members);
+        todo.add(() -> told.forEach(Member::viewRead));
+    }
+
+    /** False, and unusable, if the path holds more nodes of other sessions than the bound. */
+    private boolean checkCrowd(List<Runnable> todo) {
+        if (unusable != null) {
+            return false;
+        }
+        if (nodes.size() - own.size() > context.viewSettings().maxOthers()) {
+            becomeUnusable(Unusable.CROWDED, todo);
+            return false;
+        }
+        return true;
+    }
+
+    private void becomeUnusable(Unusable why, List<Runnable> todo) {
+        if (unusable != null) {
+            return;
+        }
+        log.debug("{}: unusable, {}", this, why);
+        unusable = why;
+        quietReads = 0;
+        live = false;
+        List<Member> told = List.copyOf(members);
+        members.clear();
+        observers.clear();
+        switch (watch) {
+            case SET -> drop(todo);
+            case ADDING, DROPPING, NONE -> {} // an add that answers now finds the view unusable and drops
+        }
+        todo.add(() -> told.forEach(m -> m.viewUnusable(why)));
+    }
+
+    /** Checks, in one multi-read, that this client may read every node whose events it has not seen yet. */
+    private void confirm(List<Runnable> todo) {
+        List<SequenceNode> unknown = nodes.unconfirmed();
+        if (unknown.isEmpty()) {
+            return;
+        }
+        confirming = true;
+        int gen = generation;
+        todo.add(
+                () -> ViewConfirmation.send(context, path, unknown, (rc, results) -> confirmed(gen, unknown, results)));
+    }
+
+    private void confirmed(int gen, List<SequenceNode> asked, List<Code> results) {
+        act(todo -> {
+            confirming = false;
+            if (gen != generation || results == null) {
+                return; // not answered: the next read after reconnecting brings the question back
+            }
+            for (int i = 0; i < asked.size(); i++) {
+                SequenceNode node = asked.get(i);
+                switch (results.get(i)) {
+                    case OK -> nodes.confirm(node.name());
+                    case NONODE -> deleted(node.name(), todo); // gone: its event, if any, came first
+                    case NOAUTH -> {
+                        becomeUnusable(Unusable.BLIND, todo);
+                        return;
+                    }
+                    default -> {} // asked again when someone next waits on it
+                }
+            }
+        });
+    }
+
+    // ---- events ----
+
+    private void watched(int gen, WatchedEvent event) {
+        act(todo -> {
+            log.trace("{}: event {} of generation {}", this, event, gen);
+            if (gen != generation) {
+                return; // a watcher of a dropped watch, or of an older session
+            }
+            EventType type = event.getType();
+            if (type == EventType.None) {
+                connectionChanged(event.getState(), todo);
+            } else if (type == EventType.NodeCreated || type == EventType.NodeDeleted) {
+                String changed = event.getPath();
+                if (path.equals(changed)) {
+                    parentChanged(type, todo);
+                } else if (changed != null
+                        && path.equals(ZKPaths.getPathAndNode(changed).getPath())) {
+                    childChanged(type, ZKPaths.getNodeFromPath(changed), todo);
+                }
+                // Deeper descendants, data changes and the removal of the watch itself tell the queue nothing.
+            }
+        });
+    }
+
+    private void connectionChanged(Watcher.Event.KeeperState state, List<Runnable> todo) {
+        switch (state) {
+            case SyncConnected -> {
+                // Same session: the client set the watch again before any request of ours. Events of the gap are
+                // lost, so nothing counts until a read sent now has answered.
+                if (watch == WatchState.SET && !live && !reading && unusable == null) {
+                    read(todo);
+                }
+            }
+            case Expired, Closed -> {
+                live = false;
+                sessionEnded = true;
+                if (watch != WatchState.DROPPING) {
+                    watch = WatchState.NONE; // the session's end takes the watch; the next session adds it again
+                }
+            }
+            default -> live = false; // Disconnected, read-only: decide nothing until a fresh read
+        }
+    }
+
+    private void parentChanged(EventType type, List<Runnable> todo) {
+        if (type == EventType.NodeDeleted) {
+            // Reaped or deleted: every child went with it, and sequences start over if it comes back.
+            for (SequenceNode gone : nodes.parentDeleted()) {
+                own.remove(gone.name());
+                tell(gone, todo);
+            }
+            changed(todo);
+        } else if (live) {
+            if (!nodes.parentCreated()) {
+                resync(todo); // created while we thought it existed: we missed its deletion
+            } else {
+                changed(todo);
+            }
+        }
+    }
+
+    private void childChanged(EventType type, String child, List<Runnable> todo) {
+        if (type == EventType.NodeDeleted) {
+            deleted(child, todo); // a fact whenever it arrives: the node is gone
+            return;
+        }
+        if (!live) {
+            return; // the read on its way covers it
+        }
+        switch (nodes.created(child)) {
+            case ADDED -> changed(todo);
+            case KNOWN -> {}
+            case MISSED -> becomeUnusable(Unusable.BLIND, todo);
+            case UNCOUNTED -> resync(todo);
+        }
+    }
+
+    private void deleted(String child, List<Runnable> todo) {
+        Optional<SequenceNode> gone = nodes.deleted(child);
+        own.remove(child);
+        SequenceNode node = gone.orElseGet(() -> SequenceNode.parse(child).orElse(null));
+        if (node != null) {
+            tell(node, todo);
+        }
+        if (gone.isPresent()) {
+            changed(todo);
+        }
+    }
+
+    private void tell(SequenceNode node, List<Runnable> todo) {
+        Set<NodeListener> set = listeners.remove(node.name());
+        if (set != null) {
+            todo.add(() -> set.forEach(l -> l.nodeDeleted(node)));
+        }
+    }
+
+    private void changed(List<Runnable> todo) {
+        if (!observers.isEmpty() && live) {
+            List<ChangeListener> told = List.copyOf(observers);
+            todo.add(() -> told.forEach(ChangeListener::viewChanged));
+        }
+    }
+
+    /** The view lost count: read again, deciding nothing meanwhile. */
+    private void resync(List<Runnable> todo) {
+        live = false;
+        if (!reading) {
+            read(todo);
+        }
+    }
+
+    /** Runs {@code step} under the lock, then what it asked for, once the lock is released. */
+    private void act(Consumer<List<Runnable>> step) {
+        List<Runnable> todo = new ArrayList<>(2);
+        lock.lock();
+        try {
+            step.accept(todo);
+        } finally {
+            lock.unlock();
+        }
+        todo.forEach(Runnable::run);
+    }
+
+    @Override
+    public String toString() {
+        lock.lock();
+        try {
+            return "PathView[" + path + ", gen " + generation + ", " + watch + (live ? ", live" : "")
+                    + (unusable == null ? "" : ", " + unusable) + ", " + users + " users, " + nodes + "]";
+        } finally {
+            lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,89 @@
+package io.coord.core.internal;
+
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * How a client uses views (see {@link PathView}), read from system properties when coord first meets the client:
+ *
+ * <ul>
+ *   <li>{@code coord.view} — {@code on} (the default) or {@code off}. Off forces every path of the client into the
+ *       predecessor-watch engine: one children read per entry and one watch per waiter, no persistent watch.
+ *   <li>{@code coord.view.maxOthers} — the herd bound: a client keeps a path's view only while the path holds at
+ *       most this many nodes besides its own (default 32). Above it the path falls back to predecessor watches, and
+ *       comes back to the view once a read finds at most half as many.
+ *   <li>{@code coord.view.linger} — how long a view outlives its last user: no acquisition, no held lease and no
+ *       observer of the client on the path (default {@code PT2S}, ISO-8601, or a number of milliseconds). Then its
+ *       persistent watch is removed on the server.
+ * </ul>
+ *
+ * @param enabled whether paths may use a view at all
+ * @param maxOthers the herd bound
+ * @param linger how long an unused view keeps its watch
+ */
+public record ViewSettings(boolean enabled, int maxOthers, Duration linger) {
+    private static final Logger log = LoggerFactory.getLogger(ViewSettings.class);
+    public static final ViewSettings DEFAULTS = new ViewSettings(true, 32, Duration.ofSeconds(2));
+
+    public ViewSettings {
+        if (maxOthers < 0) {
+            throw new IllegalArgumentException("maxOthers must be >= 0: " + maxOthers);
+        }
+        if (linger == null || linger.isNegative()) {
+            throw new IllegalArgumentException("linger must be a non-negative duration: " + linger);
+        }
+    }
+
+    /** The settings the system properties ask for; a property that does not parse keeps its default, with a warning. */
+    public static ViewSettings fromSystemProperties() {
+        String enabled = System.getProperty("coord.view", "on").trim();
+        String maxOthers = System.getProperty("coord.view.maxOthers");
+        String linger = System.getProperty("coord.view.linger");
+        return new ViewSettings(
+                !enabled.equalsIgnoreCase("off") && !enabled.equalsIgnoreCase("false"),
+                maxOthers == null ? DEFAULTS.maxOthers : parseCount("coord.view.maxOthers", maxOthers),
+                linger == null ? DEFAULTS.linger : parseDuration("coord.view.linger", linger));
+    }
+
+    public ViewSettings withEnabled(boolean on) {
+        return new ViewSettings(on, maxOthers, linger);
+    }
+
+    public ViewSettings withMaxOthers(int bound) {
+        return new ViewSettings(enabled, bound, linger);
+    }
+
+    public ViewSettings withLinger(Duration duration) {
+        return new ViewSettings(enabled, maxOthers, duration);
+    }
+
+    private static int parseCount(String name, String value) {
+        try {
+            int n = Integer.parseInt(value.trim());
+            if (n >= 0) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        log.warn("{}={} is not a count; using {}", name, value, DEFAULTS.maxOthers);
+        return DEFAULTS.maxOthers;
+    }
+
+    private static Duration parseDuration(String name, String value) {
+        String v = value.trim();
+        try {
+            Duration d =
+                    v.chars().allMatch(Character::isDigit) ? Duration.ofMillis(Long.parseLong(v)) : Duration.parse(v);
+            if (!d.isNegative()) {
+                return d;
+            }
+        } catch (DateTimeParseException | NumberFormatException e) {
+            // reported below
+        }
+        log.warn("{}={} is not a duration; using {}", name, value, DEFAULTS.linger);
+        return DEFAULTS.linger;
+    }
+}
