@@ -192,7 +192,7 @@ final class PathView {
      * view every time, and a timer set for an earlier idle spell checks the idle time when it fires.
      */
     private void timeLinger() {
-        long lingerNanos = context.viewSettings().linger().toNanos();
+        long lingerNanos = context.viewSettings().lingerNanos();
         long due = idleSince + lingerNanos;
         if (timerDue != 0 && timerDue - due <= 0) {
             return;
@@ -209,7 +209,7 @@ final class PathView {
             if (retired || !lingering || users > 0) {
                 return;
             }
-            if (idleSince + context.viewSettings().linger().toNanos() - System.nanoTime() > 0) {
+            if (idleSince + context.viewSettings().lingerNanos() - System.nanoTime() > 0) {
                 timeLinger(); // used and left again since this timer was set
                 return;
             }

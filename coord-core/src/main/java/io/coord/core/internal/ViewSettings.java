@@ -25,15 +25,23 @@ import org.slf4j.LoggerFactory;
  */
 public record ViewSettings(boolean enabled, int maxOthers, Duration linger) {
     private static final Logger log = LoggerFactory.getLogger(ViewSettings.class);
+    /** The longest linger: an idle view is a watch the servers keep, and a day is already far past any use. */
+    public static final Duration MAX_LINGER = Duration.ofDays(1);
+
     public static final ViewSettings DEFAULTS = new ViewSettings(true, 32, Duration.ofSeconds(2));
 
     public ViewSettings {
         if (maxOthers < 0) {
             throw new IllegalArgumentException("maxOthers must be >= 0: " + maxOthers);
         }
-        if (linger == null || linger.isNegative()) {
-            throw new IllegalArgumentException("linger must be a non-negative duration: " + linger);
+        if (linger == null || linger.isNegative() || linger.compareTo(MAX_LINGER) > 0) {
+            throw new IllegalArgumentException("linger must be a duration from 0 to " + MAX_LINGER + ": " + linger);
         }
+    }
+
+    /** The linger in nanoseconds; it always fits, being at most {@link #MAX_LINGER}. */
+    long lingerNanos() {
+        return linger.toNanos();
     }
 
     /** The settings the system properties ask for; a property that does not parse keeps its default, with a warning. */
@@ -77,13 +85,13 @@ public record ViewSettings(boolean enabled, int maxOthers, Duration linger) {
         try {
             Duration d =
                     v.chars().allMatch(Character::isDigit) ? Duration.ofMillis(Long.parseLong(v)) : Duration.parse(v);
-            if (!d.isNegative()) {
+            if (!d.isNegative() && d.compareTo(MAX_LINGER) <= 0) {
                 return d;
             }
-        } catch (DateTimeParseException | NumberFormatException e) {
+        } catch (DateTimeParseException | NumberFormatException | ArithmeticException e) {
             // reported below
         }
-        log.warn("{}={} is not a duration; using {}", name, value, DEFAULTS.linger);
+        log.warn("{}={} is not a duration from 0 to {}; using {}", name, value, MAX_LINGER, DEFAULTS.linger);
         return DEFAULTS.linger;
     }
 }
