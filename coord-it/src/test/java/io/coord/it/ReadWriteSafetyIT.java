@@ -67,7 +67,7 @@ class ReadWriteSafetyIT {
         String summary = run.describe() + ", " + checker.describeEntries() + ", at most " + checker.peak(READ)
                 + " readers at once, " + checker.refusals() + " refused for an invalid lease, " + checker.staleHolders()
                 + " stale holders (longest " + checker.longestStale().toMillis() + " ms), " + turns.timeouts()
-                + " timeouts";
+                + " timeouts, " + turns.lostOnGrant() + " holds lost as soon as granted";
         report.publishEntry("run", summary);
         assertEquals(0, checker.violationCount(), () -> summary + checker.report());
         assertEquals(List.of(), turns.errors(), summary);

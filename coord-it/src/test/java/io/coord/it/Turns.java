@@ -30,6 +30,7 @@ final class Turns {
     private final Duration acquireTimeout;
     private final List<String> errors = new CopyOnWriteArrayList<>();
     private final AtomicInteger timeouts = new AtomicInteger();
+    private final AtomicInteger lostOnGrant = new AtomicInteger();
 
     Turns(ExclusionChecker checker, Timeline timeline, Duration acquireTimeout) {
         this.checker = checker;
@@ -45,7 +46,7 @@ final class Turns {
                 client,
                 mode,
                 workNanos,
-                timeout -> lock.acquire(timeout) ? Optional.of(lock.lease()) : Optional.empty(),
+                timeout -> granted(worker, lock, timeout),
                 lease -> lock.release(),
                 lock::participants);
     }
@@ -66,6 +67,38 @@ final class Turns {
                 timeout -> semaphore.tryAcquire(mode.permits(), timeout),
                 Lease::close,
                 semaphore::participants);
+    }
+
+    /**
+     * The lease of a granted thread-bound hold. A hold ends with its lease, so a lease lost between the grant and
+     * {@code lease()} (the holder's session expired at that moment) leaves nothing to read: the thread then pays
+     * the release it owes, a quiet no-op, and the turn is over.
+     */
+    private Optional<Lease> granted(String worker, DistributedLock lock, Duration timeout) throws InterruptedException {
+        if (!lock.acquire(timeout)) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(lock.lease());
+        } catch (IllegalMonitorStateException e) {
+            lock.release();
+            lostOnGrant.incrementAndGet();
+            throw new HoldEnded(worker + " lost its hold as soon as it was granted: " + e.getMessage());
+        }
+    }
+
+    /** A granted hold that had already ended when its lease was asked for. */
+    private static final class HoldEnded extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        HoldEnded(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /** Holds that ended between their grant and the first look at their lease. */
+    int lostOnGrant() {
+        return lostOnGrant.get();
     }
 
     /** Acquisitions that failed with an exception; a healthy run has none. */
@@ -89,6 +122,9 @@ final class Turns {
         Optional<Lease> granted;
         try {
             granted = acquisition.within(acquireTimeout);
+        } catch (HoldEnded e) {
+            timeline.add(e.getMessage());
+            return;
         } catch (RuntimeException e) {
             // Waiting rides out connection loss and expiry; only a closed client or a hard error ends it.
             String error =
