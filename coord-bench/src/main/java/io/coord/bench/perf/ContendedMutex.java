@@ -1,11 +1,8 @@
 package io.coord.bench.perf;
 
-import io.coord.bench.Safety;
-import io.coord.mutex.ReentrantMutex;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 
 /**
  * Scenario 2: one mutex, every session looping acquire-release for a fixed time. Throughput is bounded by the
@@ -32,39 +29,14 @@ final class ContendedMutex implements Scenario {
             List<CuratorFramework> sessions = ctx.sessions(n);
             String coordPath = ctx.path("s2", "coord", String.valueOf(n));
             String curatorPath = ctx.path("s2", "curator", String.valueOf(n));
-            Safety.Guard coordGuard = ctx.safety().guard("2 coord ReentrantMutex, " + n + " sessions", 1);
-            Safety.Guard curatorGuard = ctx.safety().guard("2 Curator InterProcessMutex, " + n + " sessions", 1);
-            List<Load.Op> coordOps = new ArrayList<>();
-            List<Load.Op> curatorOps = new ArrayList<>();
-            for (CuratorFramework session : sessions) {
-                ReentrantMutex coordLock = new ReentrantMutex(session, coordPath);
-                InterProcessMutex curatorLock = new InterProcessMutex(session, curatorPath);
-                coordOps.add(() -> {
-                    coordLock.acquire();
-                    try {
-                        coordGuard.enter(coordLock.lease().fencingToken());
-                        coordGuard.exit();
-                    } finally {
-                        coordLock.release();
-                    }
-                });
-                curatorOps.add(() -> {
-                    curatorLock.acquire();
-                    try {
-                        curatorGuard.enter();
-                        curatorGuard.exit();
-                    } finally {
-                        curatorLock.release();
-                    }
-                });
-            }
+            MutexTurns turns = MutexTurns.of(ctx, sessions, "2", coordPath, curatorPath);
             Sample coord = new Sample("coord ReentrantMutex");
             Sample curator = new Sample("Curator InterProcessMutex");
             for (int round = 1; round <= ctx.plan().rounds(); round++) {
                 ctx.progress("2 contended mutex, " + n + " sessions: round " + round + "/"
                         + ctx.plan().rounds());
-                Load.concurrent(ctx, coord, coordOps, ctx.plan().loadRun());
-                Load.concurrent(ctx, curator, curatorOps, ctx.plan().loadRun());
+                Load.concurrent(ctx, coord, turns.coord(), ctx.plan().loadRun());
+                Load.concurrent(ctx, curator, turns.curator(), ctx.plan().loadRun());
             }
             rows.add(new Row(id(), title(), n + " sessions", coord.figures(), List.of(curator.figures())));
         }

@@ -1,12 +1,8 @@
 package io.coord.bench.perf;
 
-import io.coord.bench.Safety;
-import io.coord.mutex.ReentrantMutex;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalLong;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 
 /**
  * Scenario 9, the herd check: one mutex, 256 sessions, one waiter each, every session looping acquire-release. With a
@@ -33,32 +29,7 @@ final class HerdCheck implements Scenario {
         List<CuratorFramework> sessions = ctx.sessions(SESSIONS);
         String coordPath = ctx.path("s9", "coord");
         String curatorPath = ctx.path("s9", "curator");
-        Safety.Guard coordGuard = ctx.safety().guard("9 coord ReentrantMutex, " + SESSIONS + " sessions", 1);
-        Safety.Guard curatorGuard = ctx.safety().guard("9 Curator InterProcessMutex, " + SESSIONS + " sessions", 1);
-        List<Load.Op> coordOps = new ArrayList<>();
-        List<Load.Op> curatorOps = new ArrayList<>();
-        for (CuratorFramework session : sessions) {
-            ReentrantMutex coordLock = new ReentrantMutex(session, coordPath);
-            InterProcessMutex curatorLock = new InterProcessMutex(session, curatorPath);
-            coordOps.add(() -> {
-                coordLock.acquire();
-                try {
-                    coordGuard.enter(coordLock.lease().fencingToken());
-                    coordGuard.exit();
-                } finally {
-                    coordLock.release();
-                }
-            });
-            curatorOps.add(() -> {
-                curatorLock.acquire();
-                try {
-                    curatorGuard.enter();
-                    curatorGuard.exit();
-                } finally {
-                    curatorLock.release();
-                }
-            });
-        }
+        MutexTurns turns = MutexTurns.of(ctx, sessions, "9", coordPath, curatorPath);
         Sample coord = new Sample("coord ReentrantMutex");
         Sample curator = new Sample("Curator InterProcessMutex");
         Sent coordSent = new Sent();
@@ -66,8 +37,8 @@ final class HerdCheck implements Scenario {
         for (int round = 1; round <= ctx.plan().rounds(); round++) {
             ctx.progress("9 herd check, " + SESSIONS + " sessions: round " + round + "/"
                     + ctx.plan().rounds());
-            coordSent.measure(ctx, coord, coordOps);
-            curatorSent.measure(ctx, curator, curatorOps);
+            coordSent.measure(ctx, coord, turns.coord());
+            curatorSent.measure(ctx, curator, turns.curator());
         }
         coord.extra(coordSent.perOp());
         curator.extra(curatorSent.perOp());

@@ -1,0 +1,50 @@
+package io.coord.bench.perf;
+
+import io.coord.bench.Safety;
+import io.coord.mutex.ReentrantMutex;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+
+/**
+ * One mutex turn per session, through coord and through Curator, each checked by a guard that allows one holder:
+ * the work of the contended scenarios (2 and 9).
+ *
+ * @param coord one turn on coord's {@code ReentrantMutex} per session
+ * @param curator one turn on Curator's {@code InterProcessMutex} per session
+ */
+record MutexTurns(List<Load.Op> coord, List<Load.Op> curator) {
+    /** Turns for every session on the two paths; {@code label} names the guards, e.g. "2" or "9". */
+    static MutexTurns of(
+            BenchContext ctx, List<CuratorFramework> sessions, String label, String coordPath, String curatorPath) {
+        int n = sessions.size();
+        Safety.Guard coordGuard = ctx.safety().guard(label + " coord ReentrantMutex, " + n + " sessions", 1);
+        Safety.Guard curatorGuard = ctx.safety().guard(label + " Curator InterProcessMutex, " + n + " sessions", 1);
+        List<Load.Op> coordOps = new ArrayList<>();
+        List<Load.Op> curatorOps = new ArrayList<>();
+        for (CuratorFramework session : sessions) {
+            ReentrantMutex coordLock = new ReentrantMutex(session, coordPath);
+            InterProcessMutex curatorLock = new InterProcessMutex(session, curatorPath);
+            coordOps.add(() -> {
+                coordLock.acquire();
+                try {
+                    coordGuard.enter(coordLock.lease().fencingToken());
+                    coordGuard.exit();
+                } finally {
+                    coordLock.release();
+                }
+            });
+            curatorOps.add(() -> {
+                curatorLock.acquire();
+                try {
+                    curatorGuard.enter();
+                    curatorGuard.exit();
+                } finally {
+                    curatorLock.release();
+                }
+            });
+        }
+        return new MutexTurns(coordOps, curatorOps);
+    }
+}
