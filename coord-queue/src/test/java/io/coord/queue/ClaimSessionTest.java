@@ -71,19 +71,13 @@ class ClaimSessionTest {
         String path = ZooKeeperFixture.uniquePath("expired-close");
         CuratorFramework client = zk.newClient();
         DistributedQueue<String> queue = queue(client, path);
-        queue.offer("x");
-        Claim<String> old = queue.claim(WAIT).orElseThrow();
-        expireAndReconnect(client);
-        Claim<String> newer = queue.claim(WAIT).orElseThrow();
-        assertEquals("x", newer.item());
+        Claims claims = claimAgainAfterExpiry(client, queue);
+        Claim<String> old = claims.old();
 
         old.close();
 
-        assertNull(queue.poll(), "the newer claim still hides the item");
         assertFalse(old.ack(), "the old claim died with its session");
-        assertTrue(newer.ack(), "the newer claim is still ours");
-        assertNull(queue.poll());
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+        assertNewerClaimStillHolds(queue, claims.newer(), path);
     }
 
     @Test
@@ -91,15 +85,31 @@ class ClaimSessionTest {
         String path = ZooKeeperFixture.uniquePath("expired-ack");
         CuratorFramework client = zk.newClient();
         DistributedQueue<String> queue = queue(client, path);
+        Claims claims = claimAgainAfterExpiry(client, queue);
+        Claim<String> old = claims.old();
+
+        assertFalse(old.ack(), "the old claim died with its session");
+        old.close();
+
+        assertNewerClaimStillHolds(queue, claims.newer(), path);
+    }
+
+    /** The claim made before the client's session expired, and the one made after it on the same item. */
+    private record Claims(Claim<String> old, Claim<String> newer) {}
+
+    /** Offers "x", claims it, expires the client's session, and claims it again. */
+    private static Claims claimAgainAfterExpiry(CuratorFramework client, DistributedQueue<String> queue)
+            throws Exception {
         queue.offer("x");
         Claim<String> old = queue.claim(WAIT).orElseThrow();
         expireAndReconnect(client);
         Claim<String> newer = queue.claim(WAIT).orElseThrow();
         assertEquals("x", newer.item());
+        return new Claims(old, newer);
+    }
 
-        assertFalse(old.ack(), "the old claim died with its session");
-        old.close();
-
+    private static void assertNewerClaimStillHolds(DistributedQueue<String> queue, Claim<String> newer, String path)
+            throws Exception {
         assertNull(queue.poll(), "the newer claim still hides the item");
         assertTrue(newer.ack(), "the newer claim is still ours");
         assertNull(queue.poll());
