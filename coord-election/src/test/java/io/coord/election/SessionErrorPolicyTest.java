@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.state.SessionConnectionStateErrorPolicy;
@@ -103,14 +104,7 @@ class SessionErrorPolicyTest {
         try {
             List<Lease> terms = new CopyOnWriteArrayList<>();
             CountDownLatch interrupted = new CountDownLatch(1);
-            LeaderSelector selector = new LeaderSelector(client, path, "only", term -> {
-                terms.add(term);
-                try {
-                    LeaderSelectorTest.leadUntilInterrupted(term);
-                } finally {
-                    interrupted.countDown();
-                }
-            });
+            LeaderSelector selector = leadingUntilInterrupted(client, path, terms::add, interrupted);
             selector.autoRequeue();
             selector.start();
             await().until(() -> selector.hasLeadership() && terms.size() == 1);
@@ -141,14 +135,7 @@ class SessionErrorPolicyTest {
         try {
             CompletableFuture<Lease> granted = new CompletableFuture<>();
             CountDownLatch interrupted = new CountDownLatch(1);
-            LeaderSelector selector = new LeaderSelector(client, path, "only", term -> {
-                granted.complete(term);
-                try {
-                    LeaderSelectorTest.leadUntilInterrupted(term);
-                } finally {
-                    interrupted.countDown();
-                }
-            });
+            LeaderSelector selector = leadingUntilInterrupted(client, path, granted::complete, interrupted);
             selector.start();
             Lease term = granted.get(10, TimeUnit.SECONDS);
 
@@ -179,5 +166,18 @@ class SessionErrorPolicyTest {
             throw new IllegalStateException("could not connect to " + zk.connectString());
         }
         return client;
+    }
+
+    /** A selector whose task hands each term to {@code granted}, leads until interrupted, then counts down. */
+    private static LeaderSelector leadingUntilInterrupted(
+            CuratorFramework client, String path, Consumer<Lease> granted, CountDownLatch interrupted) {
+        return new LeaderSelector(client, path, "only", term -> {
+            granted.accept(term);
+            try {
+                LeaderSelectorTest.leadUntilInterrupted(term);
+            } finally {
+                interrupted.countDown();
+            }
+        });
     }
 }
