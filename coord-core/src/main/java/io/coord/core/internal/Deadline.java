@@ -103,7 +103,7 @@ public final class Deadline {
     }
 
     /** {@code timeout} in nanoseconds, {@link Long#MAX_VALUE} if it is longer than that. */
-    private static long saturatedNanos(Duration timeout) {
+    static long saturatedNanos(Duration timeout) {
         try {
             return timeout.toNanos();
         } catch (ArithmeticException e) {

@@ -41,7 +41,7 @@ public record ViewSettings(boolean enabled, int maxOthers, Duration linger) {
 
     /** The linger in nanoseconds; it always fits, being at most {@link #MAX_LINGER}. */
     long lingerNanos() {
-        return linger.toNanos();
+        return Deadline.saturatedNanos(linger);
     }
 
     /** The settings the system properties ask for; a property that does not parse keeps its default, with a warning. */
