@@ -3,6 +3,7 @@ package io.coord.election;
 import io.coord.core.Participant;
 import io.coord.core.SequenceNode;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.OrderedListeners;
 import io.coord.core.internal.PathFollower;
 import io.coord.core.internal.SerialExecutor;
@@ -21,7 +22,6 @@ import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.state.ConnectionStateListener;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
-import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,7 +52,9 @@ public final class LeaderObserver implements AutoCloseable {
 
     private final CuratorFramework client;
     private final String path;
-    private final Watcher watcher = this::watched;
+    private final ClientContext context;
+    private final ChildrenWatches watches;
+    private final Runnable onChange = this::readChildren;
     private final ConnectionStateListener connectionListener = this::connectionChanged;
     private final OrderedListeners<Consumer<Optional<Participant>>> listeners;
 
@@ -71,6 +73,8 @@ public final class LeaderObserver implements AutoCloseable {
         this.client = Arguments.client(client);
         this.path = Arguments.path(path);
         this.listeners = new OrderedListeners<>(path, SerialExecutor.onCallbacks());
+        this.context = ClientContext.of(this.client);
+        this.watches = ChildrenWatches.of(context);
     }
 
     /** Starts watching. Once only; the client must have been started. */
@@ -134,7 +138,10 @@ public final class LeaderObserver implements AutoCloseable {
         listeners.add(listener, executor);
     }
 
-    /** Stops notifying and releases the view, or removes the children watch. Idempotent. */
+    /**
+     * Stops notifying and releases the view, or leaves the children watch, which the server drops once no observer of
+     * this client follows the path. Idempotent.
+     */
     @Override
     public void close() {
         PathFollower view;
@@ -154,7 +161,7 @@ public final class LeaderObserver implements AutoCloseable {
         }
         if (watched) {
             client.getConnectionStateListenable().removeListener(connectionListener);
-            removeWatches(Watcher.WatcherType.Any);
+            watches.leave(path, onChange);
         }
     }
 
@@ -210,6 +217,7 @@ public final class LeaderObserver implements AutoCloseable {
             lock.unlock();
         }
         client.getConnectionStateListenable().addListener(connectionListener);
+        watches.follow(path, onChange);
         readChildren();
     }
 
@@ -219,7 +227,7 @@ public final class LeaderObserver implements AutoCloseable {
         }
         try {
             client.getChildren()
-                    .usingWatcher(watcher)
+                    .usingWatcher(watches.watcher())
                     .inBackground(this::childrenRead)
                     .forPath(path);
         } catch (Exception e) {
@@ -240,7 +248,7 @@ public final class LeaderObserver implements AutoCloseable {
             default -> log.debug("{} read children: {}; reading again on reconnect", this, rc);
         }
         if (isClosed()) {
-            removeWatches(Watcher.WatcherType.Any); // the read re-armed a watch that close() had removed
+            watches.readAfterLeaving(path); // the read may have re-armed a watch that close() had dropped
         }
     }
 
@@ -250,7 +258,7 @@ public final class LeaderObserver implements AutoCloseable {
         }
         try {
             client.checkExists()
-                    .usingWatcher(watcher)
+                    .usingWatcher(watches.watcher())
                     .inBackground(this::existenceChecked)
                     .forPath(path);
         } catch (Exception e) {
@@ -261,13 +269,12 @@ public final class LeaderObserver implements AutoCloseable {
     private void existenceChecked(CuratorFramework c, CuratorEvent event) {
         if (event.getResultCode() == KeeperException.Code.OK.intValue()) {
             // Created between the two reads: the exists watch now sits on a live node, and would stay on the server
-            // until the path's data changes, which for an election parent is never. Removing our one watcher would
-            // only be checked by the server, so remove the path's data watches outright (the engine sets none on an
-            // election's parent), then trade it for the children watch, which is the one that sees the election.
-            removeDataWatchesOnPath();
+            // until the path's data changes, which for an election parent is never. Drop it (every observer of this
+            // client that asked learns the same, and reads children next), and trade it for the children watch.
+            context.dropWatches(path, Watcher.WatcherType.Data);
             readChildren();
         } else if (isClosed()) {
-            removeWatches(Watcher.WatcherType.Any);
+            watches.readAfterLeaving(path);
         }
     }
 
@@ -343,49 +350,10 @@ public final class LeaderObserver implements AutoCloseable {
 
     // ---- events ----
 
-    private void watched(WatchedEvent event) {
-        // Connection events come through connectionChanged; every node event means "look again".
-        if (event.getType() != Watcher.Event.EventType.None) {
-            readChildren();
-        }
-    }
-
     private void connectionChanged(CuratorFramework c, ConnectionState state) {
         // After a new session the watch is gone, and a read that failed while disconnected left none: read again.
         if (state == ConnectionState.CONNECTED || state == ConnectionState.RECONNECTED) {
             readChildren();
-        }
-    }
-
-    /**
-     * Unregisters our watcher in the client. ZooKeeper answers a one-watcher removal with a check only, so the
-     * server keeps its entry (one per session and path, however many watchers) until the path next changes; the
-     * client then drops that event. removeAll would clear the server entry too, but also every other watcher this
-     * client keeps on the path.
-     */
-    private void removeWatches(Watcher.WatcherType type) {
-        try {
-            client.watchers()
-                    .remove(watcher)
-                    .ofType(type)
-                    .quietly()
-                    .inBackground()
-                    .forPath(path);
-        } catch (Exception e) {
-            log.debug("{} cannot remove its watch; it ends with the session", this, e);
-        }
-    }
-
-    private void removeDataWatchesOnPath() {
-        try {
-            client.watchers()
-                    .removeAll()
-                    .ofType(Watcher.WatcherType.Data)
-                    .quietly()
-                    .inBackground()
-                    .forPath(path);
-        } catch (Exception e) {
-            log.debug("{} cannot remove its exists watch; it ends with the session", this, e);
         }
     }
 

@@ -145,6 +145,52 @@ class LeaderObserverTest {
         zk.assertNoLeaks(path);
     }
 
+    @Test
+    void closingAnObserverDropsItsWatchWhileTheElectionStandsStill() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("standing-still");
+        LeaderLatch leader = new LeaderLatch(zk.newClient(), path, "leader");
+        leader.start();
+        assertTrue(leader.await(Duration.ofSeconds(10)));
+        await().until(() -> zk.watchCount() == 0); // a leader watches nothing; earlier tests' sessions may be closing
+        LeaderObserver observer = new LeaderObserver(zk.newClient(), path);
+        observer.start();
+        await().until(() -> observer.leader().isPresent());
+
+        observer.close();
+        // Nothing changes on the path from here on: the observer's close alone must take its watch off the server.
+        await().until(() -> zk.watchCount() == 0);
+        assertTrue(leader.hasLeadership());
+        leader.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void observersOfOneClientShareTheirWatchAndOneLeavingKeepsTheOtherInformed() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("two-observers");
+        CuratorFramework candidates = zk.newClient();
+        LeaderLatch first = new LeaderLatch(candidates, path, "first");
+        LeaderLatch second = new LeaderLatch(candidates, path, "second");
+        first.start();
+        assertTrue(first.await(Duration.ofSeconds(10)));
+        second.start();
+        await().until(() -> first.participants().size() == 2);
+        CuratorFramework watching = zk.newClient();
+        LeaderObserver leaving = new LeaderObserver(watching, path);
+        LeaderObserver staying = new LeaderObserver(watching, path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        staying.addListener(recorder(seen), Runnable::run);
+        leaving.start();
+        staying.start();
+        await().until(() -> seen.equals(List.of("first")));
+
+        leaving.close(); // must not take the watch that the other observer still follows with
+        first.close();
+        await().until(() -> seen.equals(List.of("first", "second")));
+        staying.close();
+        second.close();
+        zk.assertNoLeaks(path);
+    }
+
     private static Consumer<Optional<Participant>> recorder(List<String> seen) {
         return leader -> seen.add(leader.map(Participant::id).orElse(NOBODY));
     }

@@ -1,0 +1,99 @@
+package io.coord.election;
+
+import io.coord.core.internal.ClientContext;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.locks.ReentrantLock;
+import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.Watcher;
+
+/**
+ * The watches of one client's observers that follow an election without a view: one watcher object for the client,
+ * so the server keeps one children watch (and, while a path is missing, one exists watch) per path however many
+ * observers follow it. The last observer to leave a path drops its watches on the server, which removing one watcher
+ * would not do; while others follow it, leaving drops nothing, since the server's entry is theirs too.
+ */
+final class ChildrenWatches {
+    private final ClientContext context;
+    private final Watcher watcher = this::fired;
+    private final ReentrantLock lock = new ReentrantLock();
+    // Guarded by lock: what each follower of a path runs when that path changes.
+    private final Map<String, Set<Runnable>> followers = new HashMap<>();
+
+    private ChildrenWatches(ClientContext context) {
+        this.context = context;
+    }
+
+    static ChildrenWatches of(ClientContext context) {
+        return context.shared(ChildrenWatches.class.getName(), key -> new ChildrenWatches(context));
+    }
+
+    /** The watcher to read with: its events go to every follower of the event's path. */
+    Watcher watcher() {
+        return watcher;
+    }
+
+    /** Runs {@code onChange} (on ZooKeeper's event thread: it must not block) whenever {@code path} changes. */
+    void follow(String path, Runnable onChange) {
+        lock.lock();
+        try {
+            followers.computeIfAbsent(path, p -> new LinkedHashSet<>()).add(onChange);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Stops following; the last follower of a path to leave drops its watches on the server. */
+    void leave(String path, Runnable onChange) {
+        lock.lock();
+        try {
+            Set<Runnable> those = followers.get(path);
+            if (those != null && those.remove(onChange) && those.isEmpty()) {
+                followers.remove(path);
+                drop(path);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A read answered after its reader left: if nobody follows the path now, the watch it armed is dropped. */
+    void readAfterLeaving(String path) {
+        lock.lock();
+        try {
+            if (!followers.containsKey(path)) {
+                drop(path);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Sent under the lock, so that a follower who comes next reads, and arms its watch, after the drop. The parent of
+     * an election carries no other watch of this client of these types: the engine watches children nodes, and a
+     * view's watch is persistent.
+     */
+    private void drop(String path) {
+        context.dropWatches(path, Watcher.WatcherType.Children);
+        context.dropWatches(path, Watcher.WatcherType.Data);
+    }
+
+    private void fired(WatchedEvent event) {
+        if (event.getType() == Watcher.Event.EventType.None || event.getPath() == null) {
+            return; // connection changes reach followers through their connection listeners
+        }
+        List<Runnable> those;
+        lock.lock();
+        try {
+            those = new ArrayList<>(followers.getOrDefault(event.getPath(), Set.of()));
+        } finally {
+            lock.unlock();
+        }
+        those.forEach(Runnable::run);
+    }
+}
