@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import io.coord.core.CoordinationException;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.SingleFlight;
 import java.util.concurrent.CompletableFuture;
@@ -7,6 +8,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.AddWatchMode;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
@@ -130,10 +132,7 @@ final class ItemsWatch {
                         changed(); // what happened before the watch was on is not known: waiters read again
                         added.complete(null);
                     } else {
-                        added.completeExceptionally(
-                                error != null
-                                        ? error
-                                        : Requests.failure("watching", layout.items(), Requests.code(event)));
+                        added.completeExceptionally(error != null ? error : watchFailure(Requests.code(event)));
                     }
                 });
         return added;
@@ -234,5 +233,16 @@ final class ItemsWatch {
         if (event.getType() == EventType.NodeDeleted) {
             claimGone(event.getPath().substring(event.getPath().lastIndexOf('/') + 1));
         }
+    }
+
+    private CoordinationException watchFailure(Code code) {
+        if (code == Code.UNIMPLEMENTED) {
+            // The queue waits on a persistent watch, which a server before 3.6 does not have.
+            return new CoordinationException(
+                    "the queue at " + layout.items() + " needs ZooKeeper 3.6 or later (persistent watches);"
+                            + " the server answered UNIMPLEMENTED",
+                    KeeperException.create(code, layout.items()));
+        }
+        return Requests.failure("watching", layout.items(), code);
     }
 }

@@ -1,6 +1,7 @@
 package io.coord.queue;
 
 import io.coord.core.internal.Deadline;
+import io.coord.core.internal.MultiRead;
 import io.coord.core.internal.ResultCodes;
 import java.util.ArrayList;
 import java.util.List;
@@ -122,7 +123,7 @@ final class QueueConsumer<T> {
                 continue;
             }
             List<OpResult> results = Requests.awaitFully(
-                    Requests.readAll(queue.context, List.of(queue.layout.item(name), queue.layout.claim(name))),
+                    MultiRead.read(queue.context, List.of(queue.layout.item(name), queue.layout.claim(name))),
                     queue.layout.item(name));
             byte[] stored = data(results.get(0), queue.layout.item(name));
             if (stored == null) {
@@ -213,7 +214,7 @@ final class QueueConsumer<T> {
                 : List.of();
         reading.addAll(ahead);
         List<OpResult> results = Requests.awaitWithin(
-                Requests.readAll(
+                MultiRead.read(
                         queue.context, reading.stream().map(queue.layout::item).toList()),
                 deadline,
                 queue.layout.items());

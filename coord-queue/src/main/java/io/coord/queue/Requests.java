@@ -8,16 +8,11 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
-import org.apache.curator.drivers.OperationTrace;
-import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.BackgroundCallback;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
-import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.KeeperException.Code;
-import org.apache.zookeeper.Op;
-import org.apache.zookeeper.OpResult;
 
 /**
  * How the queue talks to ZooKeeper: requests sent in the background with their answers as futures, waits on those
@@ -59,52 +54,6 @@ final class Requests {
             tracked.completeExceptionally(e); // Curator refuses requests on a client not started or closed
         }
         return answer;
-    }
-
-    /**
-     * Reads the data of many znodes in one request: ZooKeeper's multi-read (3.6+), which Curator does not wrap, so
-     * it goes through the client's ZooKeeper handle, with the namespace applied here and a trace reported to
-     * Curator's tracer like any of its own requests. Each read succeeds or fails on its own (a missing znode is an
-     * error result in its place). After a lost connection it is sent again once connected: reads are safe to
-     * repeat. The caller keeps the reply under {@code jute.maxbuffer} (see ItemCodec).
-     */
-    static CompletableFuture<List<OpResult>> readAll(ClientContext context, List<String> paths) {
-        CompletableFuture<List<OpResult>> answer = context.track(new CompletableFuture<>());
-        sendReadAll(context, paths, answer);
-        return answer;
-    }
-
-    private static void sendReadAll(
-            ClientContext context, List<String> paths, CompletableFuture<List<OpResult>> answer) {
-        if (answer.isDone()) {
-            return; // the client was closed
-        }
-        CuratorFramework client = context.client();
-        String namespace = client.getNamespace();
-        List<Op> reads = paths.stream()
-                .map(path -> Op.getData(ZKPaths.fixForNamespace(namespace, path)))
-                .toList();
-        OperationTrace trace = client.getZookeeperClient().startAdvancedTracer("MultiReadImpl-Background");
-        try {
-            client.getZookeeperClient()
-                    .getZooKeeper()
-                    .multi(
-                            reads,
-                            (rc, path, ctx, results) -> {
-                                trace.setReturnCode(rc).commit();
-                                Code code = Code.get(rc);
-                                if (results != null) {
-                                    answer.complete(results); // rc is then the first read's error, if any
-                                } else if (ResultCodes.isInDoubt(code) && !context.isClosed()) {
-                                    context.whenConnected(() -> sendReadAll(context, paths, answer));
-                                } else {
-                                    answer.completeExceptionally(KeeperException.create(code, paths.get(0)));
-                                }
-                            },
-                            null);
-        } catch (Exception e) {
-            answer.completeExceptionally(e); // the client is closed, or not started
-        }
     }
 
     static Code code(CuratorEvent event) {

@@ -47,7 +47,7 @@ public final class ClientContext {
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
     private final Map<String, PathView> views = new ConcurrentHashMap<>();
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
-    private volatile boolean viewsUnsupported;
+    private volatile boolean olderServer; // it answered a 3.6 request UNIMPLEMENTED
     // One watcher object for every node watch of this client. The handle keeps one registration per watcher and
     // path, so waiters that come and go on one node never pile up registrations, even across SharedPath lifetimes.
     private final Watcher nodeWatcher = this::nodeWatchFired;
@@ -159,14 +159,23 @@ public final class ClientContext {
 
     /** Whether new acquisitions may use a view: enabled, and the server can add persistent watches. */
     public boolean usesViews() {
-        return viewSettings.enabled() && !viewsUnsupported;
+        return viewSettings.enabled() && !olderServer;
     }
 
-    /** The server answered addWatch UNIMPLEMENTED (before 3.6): no view for this client from now on. */
-    void viewsUnsupported() {
-        if (!viewsUnsupported) {
-            viewsUnsupported = true;
-            log.info("ZooKeeper cannot add persistent watches (a server before 3.6): coord uses predecessor watches");
+    /** Whether the server answered a request of ZooKeeper 3.6 (addWatch, a read-only multi) UNIMPLEMENTED. */
+    boolean hasOlderServer() {
+        return olderServer;
+    }
+
+    /**
+     * The server answered a request of ZooKeeper 3.6 UNIMPLEMENTED (and, being older, dropped the connection): from
+     * now on this client uses no view, and reads nodes one by one where it would read them in one multi.
+     */
+    void olderServer() {
+        if (!olderServer) {
+            olderServer = true;
+            log.info("ZooKeeper answered a 3.6 request UNIMPLEMENTED (a server before 3.6): coord uses predecessor"
+                    + " watches and reads nodes one by one on this client");
         }
     }
 

@@ -8,14 +8,13 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
-import org.apache.curator.RetryLoop;
+import java.util.concurrent.ExecutionException;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
-import org.apache.zookeeper.Op;
 import org.apache.zookeeper.OpResult;
 
-/** Lists a queue's holders and waiters: one children read, then every node's data in one read-only multi. */
+/** Lists a queue's holders and waiters: one children read, then every node's data in one read ({@link MultiRead}). */
 final class Participants {
     private Participants() {}
 
@@ -49,14 +48,14 @@ final class Participants {
         if (nodes.isEmpty()) {
             return List.of();
         }
-        String base = ZKPaths.fixForNamespace(client.getNamespace(), path);
-        List<Op> reads = nodes.stream()
-                .map(n -> Op.getData(ZKPaths.makePath(base, n.name())))
-                .toList();
-        // The raw handle's multi-read has no retries of its own (Curator 5.9 does not wrap it).
-        List<OpResult> results = RetryLoop.callWithRetry(
-                client.getZookeeperClient(),
-                () -> client.getZookeeperClient().getZooKeeper().multi(reads));
+        List<String> paths =
+                nodes.stream().map(n -> ZKPaths.makePath(path, n.name())).toList();
+        List<OpResult> results;
+        try {
+            results = MultiRead.read(ClientContext.of(client), paths).get();
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof Exception cause ? cause : e;
+        }
         List<Participant> participants = new ArrayList<>(nodes.size());
         for (int i = 0; i < nodes.size(); i++) {
             // A node that left between the two reads is no longer a participant.

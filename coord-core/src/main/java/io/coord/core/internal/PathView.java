@@ -512,7 +512,7 @@ final class PathView {
                 }
                 case UNIMPLEMENTED -> {
                     watch = WatchState.NONE;
-                    context.viewsUnsupported();
+                    context.olderServer();
                     becomeUnusable(Unusable.UNSUPPORTED, todo);
                 }
                 default -> {

@@ -1,0 +1,63 @@
+package io.coord.it;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A ZooKeeper server of a release before persistent watches, run as a process of its own from the jars that the
+ * build copies (see coord-it's pom), since two ZooKeeper versions cannot share one classpath.
+ */
+final class OldServer {
+    private final Process process;
+    private final int port;
+
+    private OldServer(Process process, int port) {
+        this.process = process;
+        this.port = port;
+    }
+
+    /** Starts the server on a free port, with its data and log in a fresh folder under the build directory. */
+    static OldServer start() throws IOException {
+        String lib = System.getProperty("old-zookeeper.lib");
+        if (lib == null || !Files.isDirectory(Paths.get(lib))) {
+            throw new IllegalStateException("old-zookeeper.lib names no folder (" + lib + "): run through Maven");
+        }
+        Path home = Files.createTempDirectory(Paths.get(lib).getParent(), "old-zookeeper-");
+        int port = freePort();
+        String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
+        Process process = new ProcessBuilder(List.of(
+                        java,
+                        "-Dzookeeper.4lw.commands.whitelist=*",
+                        "-cp",
+                        lib + "/*",
+                        "org.apache.zookeeper.server.ZooKeeperServerMain",
+                        Integer.toString(port),
+                        home.resolve("data").toString()))
+                .redirectErrorStream(true)
+                .redirectOutput(home.resolve("server.log").toFile())
+                .start();
+        return new OldServer(process, port);
+    }
+
+    String connectString() {
+        return "127.0.0.1:" + port;
+    }
+
+    void stop() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor();
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+}
