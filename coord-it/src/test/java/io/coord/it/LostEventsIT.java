@@ -113,16 +113,19 @@ class LostEventsIT {
                 List.of("waiter", "y", "z", "late"),
                 holder.participants().stream().map(p -> p.id()).toList());
         // Each grant must come after the release of the one before it: a wrong grant would be stamped earlier.
-        Map<CompletableFuture<Lease>, Long> grantedAt = new ConcurrentHashMap<>();
+        // Stamped by a dependent stage, waited for on its own: get() may return before a dependent has run.
+        Map<CompletableFuture<Lease>, CompletableFuture<Long>> grantedAt = new ConcurrentHashMap<>();
         for (CompletableFuture<Lease> next : List.of(ys, zs, lates)) {
-            next.whenComplete((lease, error) -> grantedAt.put(next, System.nanoTime()));
+            grantedAt.put(next, next.thenApply(lease -> System.nanoTime()));
         }
         Lease previous = first;
         for (CompletableFuture<Lease> next : List.of(ys, zs, lates)) {
             long released = System.nanoTime();
             previous.close();
             Lease granted = next.get(30, TimeUnit.SECONDS);
-            assertTrue(grantedAt.get(next) > released, "granted while the previous holder still held");
+            assertTrue(
+                    grantedAt.get(next).get(30, TimeUnit.SECONDS) > released,
+                    "granted while the previous holder still held");
             assertTrue(granted.fencingToken() > previous.fencingToken());
             previous = granted;
         }

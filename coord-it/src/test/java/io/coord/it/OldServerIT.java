@@ -71,9 +71,10 @@ class OldServerIT {
         }
         await().until(() -> mine.getZookeeperClient().isConnected());
         assertFalse(ClientContext.of(mine).usesViews(), "a client told UNIMPLEMENTED asks for no more views");
-        assertEquals(1, counter.count(path, "AddWatch"), () -> String.valueOf(counter.names(path)));
+        // Asked once; asked again if the answer was lost with the connection the server dropped.
+        assertTrue(counter.count(path, "AddWatch") >= 1, () -> String.valueOf(counter.names(path)));
 
-        counter.reset();
+        counter.reset(); // from here on, no addWatch
         assertTrue(mutex.acquire(Duration.ofSeconds(30)));
         mutex.release();
         // The delete is sent as release() returns, and traced when answered.
