@@ -589,10 +589,12 @@ final class PathView {
                         return;
                     }
                     // The watch died with the old session, and a drop in flight has nothing left to drop. Whatever
-                    // the old session still delivers belongs to an older generation.
+                    // the old session still delivers belongs to an older generation. The watch is added again only
+                    // for members that decide on it: a view kept for its count alone, or lingering, waits for one
+                    // (this is also the client's first connection, which may be heard after a view was made).
                     generation++;
                     watch = WatchState.NONE;
-                    if (unusable == null && wanted()) {
+                    if (unusable == null && !members.isEmpty()) {
                         add(todo);
                     } else if (expired()) {
                         retired = true;
