@@ -65,7 +65,7 @@ final class Revocations {
         Optional<SequenceNode> node = name.contains("/") ? Optional.empty() : SequenceNode.parse(name);
         if (node.isEmpty() || !node.get().prefix().equals(prefix)) {
             throw new IllegalArgumentException("participant " + holder + " names no " + prefix + " node under " + path
-                    + ": revoke it through the primitive whose participants() listed it");
+                    + ", the only kind this primitive revokes");
         }
         return node.get();
     }
