@@ -192,10 +192,8 @@ class RevocationIT {
         String path = ZooKeeperFixture.uniquePath("revoke-asker-reconnects");
         InstanceSpec server = cluster.instances().get(0);
         CuratorFramework reader = cluster.newClient();
-        ReentrantMutex holder = new ReentrantMutex(cluster.newClient(), path, "holder");
-        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
         AtomicInteger asked = new AtomicInteger();
-        held.onRevocationRequested(asked::incrementAndGet, Runnable::run);
+        Lease held = optedInHolder(path, asked);
         try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort())) {
             CuratorFramework askerClient = cluster.newClient(proxy.connectString(), LONG_SESSION);
             ReentrantMutex asker = new ReentrantMutex(askerClient, path, "asker");
@@ -224,8 +222,8 @@ class RevocationIT {
         String path = ZooKeeperFixture.uniquePath("revoke-asker-cut-off");
         InstanceSpec server = cluster.instances().get(0);
         CuratorFramework reader = cluster.newClient();
-        ReentrantMutex holder = new ReentrantMutex(cluster.newClient(), path, "holder");
-        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        AtomicInteger asked = new AtomicInteger();
+        Lease held = optedInHolder(path, asked);
         try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort());
                 CuratorFramework askerClient = CuratorFrameworkFactory.builder()
                         .connectString(proxy.connectString())
@@ -249,10 +247,19 @@ class RevocationIT {
         }
         assertEquals(
                 List.of("holder"),
-                holder.participants().stream().map(Participant::id).toList());
+                new ReentrantMutex(reader, path)
+                        .participants().stream().map(Participant::id).toList());
         assertEquals(0, reader.checkExists().forPath(held.path()).getVersion(), "nothing was written");
         held.close();
         cluster.closeClientsAndAssertNoLeaks(path);
+    }
+
+    /** A coord holder on a client of its own that opted in to revocation, counting in {@code asked} what it hears. */
+    private static Lease optedInHolder(String path, AtomicInteger asked) throws Exception {
+        ReentrantMutex holder = new ReentrantMutex(cluster.newClient(), path, "holder");
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        held.onRevocationRequested(asked::incrementAndGet, Runnable::run);
+        return held;
     }
 
     private <T> T onCuratorThread(Callable<T> call) throws Exception {

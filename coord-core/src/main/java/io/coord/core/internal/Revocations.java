@@ -7,7 +7,6 @@ import io.coord.core.SequenceNode;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -77,17 +76,7 @@ final class Revocations {
      */
     private static List<SequenceNode> heldLease(
             CuratorFramework client, String path, LeasePredicate predicate, SequenceNode target) throws Exception {
-        List<String> children;
-        try {
-            children = client.getChildren().forPath(path);
-        } catch (KeeperException.NoNodeException e) {
-            return List.of();
-        }
-        List<SequenceNode> queue = children.stream()
-                .map(SequenceNode::parse)
-                .flatMap(Optional::stream)
-                .sorted(Comparator.naturalOrder())
-                .toList();
+        List<SequenceNode> queue = Participants.queue(client, path);
         if (!queue.contains(target)) {
             return List.of();
         }
