@@ -66,6 +66,42 @@ public interface DistributedLock {
     /** Holders and waiters in queue order. */
     List<Participant> participants();
 
+    /**
+     * Asks {@code holder} to let go: writes the data Curator's {@code Revoker} writes ({@code __REVOKE__}) on the
+     * holder's node, which a coord holder hears through {@link Lease#onRevocationRequested} and a revocable Curator
+     * {@code InterProcessMutex} through its revocation listener. Cooperative: a holder that did not opt in keeps the
+     * lock. The request replaces the node's data, where the participant id lives, so {@link #participants()} lists
+     * that holder with the id {@code __REVOKE__} until its hold ends. Costs three requests: a children read, a read of
+     * the node and a write conditional on it, so that a write retried after a lost reply is not delivered twice.
+     *
+     * @param holder a participant of this lock, as {@link #participants()} lists it
+     * @return whether the request was written; false when that participant does not hold the lock (any more), and
+     *     nothing was written
+     * @throws NullPointerException if {@code holder} is null
+     * @throws IllegalArgumentException if {@code holder} names no node of this lock's kind
+     * @throws CoordinationException if ZooKeeper refused the read or the write (for example without write
+     *     permission on the node), or could not be reached within the client's retry policy, naming the node
+     */
+    boolean requestRevocation(Participant holder);
+
+    /**
+     * Evicts {@code holder}: deletes its node. Its lease turns {@link LeaseState#LOST} and the next waiter is granted.
+     * The holder learns of it at once when its client has a live view of the path, or when it registered {@link
+     * Lease#onRevocationRequested}; otherwise (predecessor watches, and a client's first hold on a path, when it has
+     * no view yet) only when its connection next drops and comes back, or when it releases. <b>Only safe with
+     * fencing:</b> the evicted holder may still be working, and what stops its writes is that its fencing token is
+     * smaller than the next holder's, which the protected resource (or {@link Lease#fencedCheck()}) must enforce.
+     *
+     * @param holder a participant of this lock, as {@link #participants()} lists it
+     * @return whether its node was deleted; false when that participant does not hold the lock (any more), and
+     *     nothing was deleted
+     * @throws NullPointerException if {@code holder} is null
+     * @throws IllegalArgumentException if {@code holder} names no node of this lock's kind
+     * @throws CoordinationException if ZooKeeper refused the read or the delete (for example without delete
+     *     permission on the path), or could not be reached within the client's retry policy, naming the path
+     */
+    boolean forceRevocation(Participant holder);
+
     /** This lock as a {@link Lock}, bound to threads like {@link #acquire()}; {@code newCondition()} is unsupported. */
     Lock asLock();
 }

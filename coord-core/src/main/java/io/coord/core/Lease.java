@@ -39,6 +39,19 @@ public interface Lease extends AutoCloseable {
     CuratorOp fencedCheck();
 
     /**
+     * Opts this hold in to cooperative revocation: runs {@code action} on {@code executor} each time somebody asks the
+     * holder to let go, with {@code requestRevocation} on the primitive or Curator's {@code Revoker.attemptRevoke} on
+     * {@link #path()}. A request made before the call is heard at once. Nothing is released for you: the action
+     * decides, typically by finishing its work and closing the lease. An action that throws is logged and otherwise
+     * ignored; on a lease that has ended the call does nothing.
+     *
+     * <p>The request is heard through the client's view of the path when it has one, and otherwise through a data
+     * watch on the lease's node that this call sets (one request). Registering also makes the lease notice a
+     * {@linkplain DistributedLock#forceRevocation forced revocation} at once, whichever way the client queues.
+     */
+    void onRevocationRequested(Runnable action, Executor executor);
+
+    /**
      * Releases the lease. Idempotent, and a no-op on a lost lease. A delete that cannot reach the server is retried
      * in the background until it succeeds or the session ends, so no znode is left behind.
      */

@@ -105,6 +105,16 @@ public final class ReentrantMutex implements DistributedLock {
     }
 
     @Override
+    public boolean requestRevocation(Participant holder) {
+        return lock.requestRevocation(holder);
+    }
+
+    @Override
+    public boolean forceRevocation(Participant holder) {
+        return lock.forceRevocation(holder);
+    }
+
+    @Override
     public Lock asLock() {
         return lock.asLock();
     }

@@ -132,6 +132,34 @@ public final class DistributedSemaphore {
         return engine.participants();
     }
 
+    /**
+     * Asks the lease that {@code holder} belongs to to let go, as {@link io.coord.core.DistributedLock#requestRevocation}
+     * does for a lock: the request is written on the lease's first node, which its holder hears through {@link
+     * Lease#onRevocationRequested}. A multi-permit lease is asked once, whichever of its permits names it.
+     *
+     * @return whether the request was written; false when that participant holds no permit (any more)
+     * @throws NullPointerException if {@code holder} is null
+     * @throws IllegalArgumentException if {@code holder} names no permit node of this semaphore
+     * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the node
+     */
+    public boolean requestRevocation(Participant holder) {
+        return engine.requestRevocation(holder);
+    }
+
+    /**
+     * Evicts the lease that {@code holder} belongs to: deletes all its nodes in one transaction, so its permits are
+     * free at once and its lease turns LOST, as {@link io.coord.core.DistributedLock#forceRevocation} describes.
+     * Only safe when what the permits protect checks fencing tokens.
+     *
+     * @return whether its nodes were deleted; false when that participant holds no permit (any more)
+     * @throws NullPointerException if {@code holder} is null
+     * @throws IllegalArgumentException if {@code holder} names no permit node of this semaphore
+     * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the path
+     */
+    public boolean forceRevocation(Participant holder) {
+        return engine.forceRevocation(holder);
+    }
+
     @Override
     public String toString() {
         return "DistributedSemaphore[" + engine.path() + ", maxLeases=" + maxLeases + "]";

@@ -148,6 +148,25 @@ public final class LeaseEngine {
     }
 
     /**
+     * Asks {@code holder} to let go if the queue says it holds (see {@link Revocations}); false, writing nothing, if it
+     * does not.
+     */
+    public boolean requestRevocation(Participant holder) {
+        return revoke(holder, false);
+    }
+
+    /** Deletes {@code holder}'s nodes if the queue says it holds; false, deleting nothing, if it does not. */
+    public boolean forceRevocation(Participant holder) {
+        return revoke(holder, true);
+    }
+
+    private boolean revoke(Participant holder, boolean force) {
+        Objects.requireNonNull(holder, "holder must not be null");
+        checkUsable();
+        return Revocations.revoke(client, path, prefix, predicate, holder, force);
+    }
+
+    /**
      * Throws what an acquisition would throw on a client that cannot serve it: {@link IllegalStateException} if it
      * was never started, {@link io.coord.core.CoordinationException} if it is closed.
      */

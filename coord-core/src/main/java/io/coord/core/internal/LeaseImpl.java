@@ -4,6 +4,7 @@ import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReentrantLock;
@@ -25,6 +26,7 @@ final class LeaseImpl implements Lease {
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
     private LeaseState state;
+    private RevocationWatch revocation; // made when the holder first opts in to revocation
 
     /** {@code nodes}: full paths in sequence order, the first naming the lease; {@code session}: their owner. */
     LeaseImpl(ClientContext context, List<String> nodes, long fencingToken, long session, LeaseState initial) {
@@ -81,6 +83,23 @@ final class LeaseImpl implements Lease {
     }
 
     @Override
+    public void onRevocationRequested(Runnable action, Executor executor) {
+        Objects.requireNonNull(action, "action must not be null");
+        Objects.requireNonNull(executor, "executor must not be null");
+        RevocationWatch watch;
+        lock.lock();
+        try {
+            if (revocation == null) {
+                revocation = new RevocationWatch(this, context);
+            }
+            watch = revocation;
+        } finally {
+            lock.unlock();
+        }
+        watch.add(action, executor);
+    }
+
+    @Override
     public void close() {
         if (moveTo(LeaseState.RELEASED, true)) {
             nodes.forEach(context::deleteGuaranteed);
@@ -99,6 +118,13 @@ final class LeaseImpl implements Lease {
     /** Runs {@code action} once the lease has ended, LOST or RELEASED, on coord's callback thread. */
     void whenEnded(Runnable action) {
         ended.whenComplete((state, error) -> action.run());
+    }
+
+    /** Somebody else deleted a node of ours (a forced revocation): LOST, and the rest of a multi-node lease goes too. */
+    void deletedElsewhere() {
+        if (moveTo(LeaseState.LOST)) {
+            nodes.forEach(context::deleteGuaranteed);
+        }
     }
 
     long session() {

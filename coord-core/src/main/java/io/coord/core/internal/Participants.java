@@ -31,7 +31,8 @@ final class Participants {
         }
     }
 
-    private static List<Participant> readOnce(CuratorFramework client, String path) throws Exception {
+    /** The sequence nodes under {@code path} in queue order, from one children read; empty if there is no path. */
+    static List<SequenceNode> queue(CuratorFramework client, String path) throws Exception {
         List<String> children;
         try {
             // Curator retries this itself. Not inside another retry loop: on a namespace facade's first use, a call
@@ -40,11 +41,15 @@ final class Participants {
         } catch (KeeperException.NoNodeException e) {
             return List.of();
         }
-        List<SequenceNode> nodes = children.stream()
+        return children.stream()
                 .map(SequenceNode::parse)
                 .flatMap(Optional::stream)
                 .sorted(Comparator.naturalOrder())
                 .toList();
+    }
+
+    private static List<Participant> readOnce(CuratorFramework client, String path) throws Exception {
+        List<SequenceNode> nodes = queue(client, path);
         if (nodes.isEmpty()) {
             return List.of();
         }

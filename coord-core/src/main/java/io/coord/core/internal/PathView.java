@@ -88,9 +88,12 @@ final class PathView {
         void viewUnusable(Unusable why);
     }
 
-    /** Hears of the deletion of a node it waits on or holds. */
+    /** Hears of the deletion of a node it waits on or holds, and of changes to its data. */
     interface NodeListener {
         void nodeDeleted(SequenceNode node);
+
+        /** The node's data changed: a revocation request, for a holder that listens for one. */
+        default void nodeDataChanged(SequenceNode node) {}
     }
 
     /** Hears of every change of the view: observers. */
@@ -757,7 +760,14 @@ final class PathView {
                         && path.equals(ZKPaths.getPathAndNode(changed).getPath())) {
                     childChanged(type, ZKPaths.getNodeFromPath(changed), todo);
                 }
-                // Deeper descendants, data changes and the removal of the watch itself tell the queue nothing.
+                // Deeper descendants and the removal of the watch itself tell the queue nothing.
+            } else if (type == EventType.NodeDataChanged) {
+                // Nothing for the queue either; a holder listening for revocation requests hears it.
+                String changed = event.getPath();
+                if (changed != null
+                        && path.equals(ZKPaths.getPathAndNode(changed).getPath())) {
+                    dataChanged(ZKPaths.getNodeFromPath(changed), todo);
+                }
             }
         });
     }
@@ -824,6 +834,15 @@ final class PathView {
         }
         if (gone.isPresent()) {
             changed(todo);
+        }
+    }
+
+    private void dataChanged(String child, List<Runnable> todo) {
+        Set<NodeListener> set = listeners.get(child);
+        Optional<SequenceNode> node = SequenceNode.parse(child);
+        if (set != null && node.isPresent()) {
+            List<NodeListener> told = List.copyOf(set);
+            todo.add(() -> told.forEach(l -> l.nodeDataChanged(node.get())));
         }
     }
 

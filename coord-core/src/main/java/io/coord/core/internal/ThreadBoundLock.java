@@ -133,6 +133,16 @@ public final class ThreadBoundLock implements DistributedLock {
     }
 
     @Override
+    public boolean requestRevocation(Participant holder) {
+        return engine.requestRevocation(holder);
+    }
+
+    @Override
+    public boolean forceRevocation(Participant holder) {
+        return engine.forceRevocation(holder);
+    }
+
+    @Override
     public Lock asLock() {
         return new LockView(this);
     }

@@ -1,7 +1,6 @@
 package io.coord.core.internal;
 
 import io.coord.core.LeasePredicate.Decision;
-import io.coord.core.LeaseState;
 import io.coord.core.SequenceNode;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -104,11 +103,7 @@ final class ViewWaiting implements Waiting, PathView.Member, PathView.NodeListen
     public void granted(LeaseImpl lease, List<String> names, List<Runnable> todo) {
         // The lease keeps the view, and hears from it if somebody else deletes its node: then it is LOST.
         view.retain();
-        PathView.NodeListener holder = node -> {
-            if (lease.moveTo(LeaseState.LOST)) {
-                lease.nodes().forEach(attempt.context::deleteGuaranteed); // the rest of a multi-node lease
-            }
-        };
+        PathView.NodeListener holder = node -> lease.deletedElsewhere();
         view.hold(names, holder);
         lease.whenEnded(() -> {
             view.unlisten(names, holder);

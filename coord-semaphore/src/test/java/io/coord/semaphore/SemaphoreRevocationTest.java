@@ -1,0 +1,108 @@
+package io.coord.semaphore;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.core.Participant;
+import io.coord.testkit.EngineMode;
+import io.coord.testkit.ZooKeeperFixture;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** A permit holder can be asked to give its lease back, or evicted; a multi-permit lease goes as one. */
+@ParameterizedClass(name = "{0}")
+@EnumSource(EngineMode.class)
+@Timeout(90)
+class SemaphoreRevocationTest {
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Parameter
+    EngineMode mode;
+
+    @BeforeEach
+    void useMode() {
+        zk.mode(mode);
+    }
+
+    @Test
+    void multiPermitLeaseIsAskedOnceWhicheverPermitNamesIt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-permits");
+        DistributedSemaphore holder = new DistributedSemaphore(zk.newClient(), path, 2);
+        DistributedSemaphore waiter = new DistributedSemaphore(zk.newClient(), path, 2);
+        Lease both = holder.acquire(2);
+        AtomicInteger asked = new AtomicInteger();
+        both.onRevocationRequested(
+                () -> {
+                    asked.incrementAndGet();
+                    both.close();
+                },
+                Runnable::run);
+        CompletableFuture<Lease> next = waiter.acquireAsync(1);
+        await().until(() -> waiter.participants().size() == 3);
+        List<Participant> queue = waiter.participants();
+
+        assertFalse(waiter.requestRevocation(queue.get(2)), "the waiter holds no permit");
+        assertTrue(waiter.requestRevocation(queue.get(1)), "the second permit names the lease too");
+
+        Lease granted = next.get(10, TimeUnit.SECONDS);
+        assertEquals(1, asked.get());
+        assertEquals(LeaseState.RELEASED, both.ended().get(5, TimeUnit.SECONDS));
+        granted.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void evictedLeaseLosesEveryPermitAndTheWaiterIsGranted() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-permits-forced");
+        CuratorFramework reader = zk.newClient();
+        DistributedSemaphore holder = new DistributedSemaphore(zk.newClient(), path, 2);
+        DistributedSemaphore waiter = new DistributedSemaphore(zk.newClient(), path, 2);
+        Lease both = holder.acquire(2);
+        both.onRevocationRequested(() -> {}, Runnable::run);
+        CompletableFuture<Lease> next = waiter.acquireAsync(2);
+        await().until(() -> waiter.participants().size() == 4);
+
+        assertTrue(waiter.forceRevocation(waiter.participants().get(0)));
+
+        assertEquals(LeaseState.LOST, both.ended().get(10, TimeUnit.SECONDS));
+        Lease granted = next.get(10, TimeUnit.SECONDS);
+        assertEquals(2, reader.getChildren().forPath(path).size(), "only the new holder's two permits are left");
+        assertTrue(granted.fencingToken() > both.fencingToken());
+        assertFalse(waiter.forceRevocation(new Participant("gone", both.path().substring(path.length() + 1), 0)));
+        granted.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void badInputIsRefusedBeforeAnythingIsWritten() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-permits-bad-input");
+        DistributedSemaphore semaphore = new DistributedSemaphore(zk.newClient(), path, 1);
+        Lease lease = semaphore.acquire();
+
+        assertThrows(NullPointerException.class, () -> semaphore.requestRevocation(null));
+        IllegalArgumentException wrongKind = assertThrows(
+                IllegalArgumentException.class,
+                () -> semaphore.forceRevocation(new Participant("x", "_c_0-lock-0000000000", 0)));
+        assertTrue(wrongKind.getMessage().contains("no lease- node under " + path), wrongKind.getMessage());
+
+        assertTrue(lease.isValid());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+}
