@@ -1,0 +1,44 @@
+package io.coord.core.jfr;
+
+import jdk.jfr.Category;
+import jdk.jfr.Description;
+import jdk.jfr.Event;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.StackTrace;
+import jdk.jfr.Timespan;
+
+/** One hold of a lock, permits or a leadership term, committed when it ends. */
+@Name("io.coord.Hold")
+@Label("Hold")
+@Category({"coord", "Leases"})
+@Description("A granted lease of a coord primitive: how long it was held and how it ended")
+@StackTrace(false)
+public final class HoldEvent extends Event {
+    @Label("Path")
+    @Description("The primitive's path")
+    String path;
+
+    @Label("Primitive")
+    @Description("mutex, read-lock, write-lock, semaphore, leader-latch or leader-selector")
+    String primitive;
+
+    @Label("Participant")
+    @Description("The participant id the primitive's nodes carry")
+    String participant;
+
+    @Label("Fencing Token")
+    @Description("The lease's fencing token: its node's creation zxid")
+    long fencingToken;
+
+    @Label("Hold Time")
+    @Description("From the grant to the end")
+    @Timespan(Timespan.NANOSECONDS)
+    long holdTime;
+
+    @Label("End")
+    @Description("released (let go), lost (the session ended) or revoked (its node was deleted by someone else)")
+    String end;
+
+    HoldEvent() {}
+}
