@@ -10,18 +10,21 @@ import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.locks.ReentrantLock;
+import jdk.jfr.FlightRecorder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Where the engine, the queue and the elections report what they did, and where {@link Observer}s register. Each
- * report goes to Flight Recorder, which drops it at the cost of a flag read unless a recording wants it, and to every
- * observer registered; with none, a report allocates nothing.
+ * report goes to Flight Recorder, which drops it at the cost of a flag read or two unless a recording wants it, and
+ * to every observer registered; with no observer and no recording, a report allocates nothing.
  */
 public final class Observations {
     private static final Logger log = LoggerFactory.getLogger(Observations.class);
     private static final Observer[] NONE = {};
-    private static final Observer RECORDER = JfrObserver.INSTANCE;
+    // Without the jdk.jfr module (a runtime image made without it) coord records nothing and never links to it.
+    private static final boolean JFR_PRESENT =
+            ModuleLayer.boot().findModule("jdk.jfr").isPresent();
     private static final ReentrantLock LOCK = new ReentrantLock();
     // Copy on write: reports read it without a lock.
     private static volatile Observer[] observers = NONE;
@@ -61,6 +64,11 @@ public final class Observations {
         }
     }
 
+    /** Whether Flight Recorder is up in this JVM; until it is, no event class of coord is even loaded. */
+    private static boolean recorder() {
+        return JFR_PRESENT && FlightRecorder.isInitialized();
+    }
+
     // ---- acquisitions ----
 
     /** An attempt starts: returns the observers told, who are the ones to hear its end. */
@@ -89,7 +97,10 @@ public final class Observations {
             AcquireOutcome gaveUp) {
         AcquireOutcome outcome = outcome(lease, error, gaveUp);
         long waited = System.nanoTime() - startedAt;
-        RECORDER.acquisitionEnded(engine.path(), engine.primitive(), engine.participantId(), waited, outcome);
+        if (recorder()) {
+            JfrObserver.INSTANCE.acquisitionEnded(
+                    engine.path(), engine.primitive(), engine.participantId(), waited, outcome);
+        }
         for (Observer o : told) {
             try {
                 o.acquisitionEnded(engine.path(), engine.primitive(), engine.participantId(), waited, outcome);
@@ -120,8 +131,10 @@ public final class Observations {
         LeaseEngine engine = lease.engine();
         String path = engine.path();
         if (to != LeaseState.RELEASED) {
-            RECORDER.leaseStateChanged(
-                    path, engine.primitive(), engine.participantId(), lease.fencingToken(), from, to);
+            if (recorder()) {
+                JfrObserver.INSTANCE.leaseStateChanged(
+                        path, engine.primitive(), engine.participantId(), lease.fencingToken(), from, to);
+            }
             for (Observer o : observers) {
                 try {
                     o.leaseStateChanged(
@@ -134,7 +147,10 @@ public final class Observations {
         if (to == LeaseState.RELEASED || to == LeaseState.LOST) {
             HoldEnd end = to == LeaseState.RELEASED ? HoldEnd.RELEASED : lossCause(lease);
             long held = System.nanoTime() - lease.grantedAt();
-            RECORDER.holdEnded(path, engine.primitive(), engine.participantId(), lease.fencingToken(), held, end);
+            if (recorder()) {
+                JfrObserver.INSTANCE.holdEnded(
+                        path, engine.primitive(), engine.participantId(), lease.fencingToken(), held, end);
+            }
             for (Observer o : observers) {
                 try {
                     o.holdEnded(path, engine.primitive(), engine.participantId(), lease.fencingToken(), held, end);
@@ -160,7 +176,9 @@ public final class Observations {
 
     /** The latch or selector over {@code engine} gained or lost leadership. */
     public static void leadershipChanged(LeaseEngine engine, boolean gained) {
-        RECORDER.leadershipChanged(engine.path(), engine.primitive(), engine.participantId(), gained);
+        if (recorder()) {
+            JfrObserver.INSTANCE.leadershipChanged(engine.path(), engine.primitive(), engine.participantId(), gained);
+        }
         for (Observer o : observers) {
             try {
                 o.leadershipChanged(engine.path(), engine.primitive(), engine.participantId(), gained);
@@ -173,7 +191,9 @@ public final class Observations {
     /** A queue call that started at {@code startedAt} (System.nanoTime) returned, having moved {@code items}. */
     public static void queueOperation(String path, QueueOperation operation, int requested, int items, long startedAt) {
         long took = System.nanoTime() - startedAt;
-        RECORDER.queueOperation(path, operation, requested, items, took);
+        if (recorder()) {
+            JfrObserver.INSTANCE.queueOperation(path, operation, requested, items, took);
+        }
         for (Observer o : observers) {
             try {
                 o.queueOperation(path, operation, requested, items, took);

@@ -2,29 +2,51 @@ package io.coord.core.jfr;
 
 import io.coord.core.LeaseState;
 import io.coord.core.internal.Observer;
+import jdk.jfr.Event;
 import jdk.jfr.EventType;
+import jdk.jfr.FlightRecorder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Turns the engine's reports into this package's events. The engine reports to it directly; applications have no use
  * for it. <b>Not API</b>: it is public only because the engine lives in another package.
  *
- * <p>Each method first asks whether a recording wants its event, which is a flag read, and builds nothing if not.
+ * <p>The engine reaches it only once Flight Recorder is initialized in this JVM (a recording was made or started), so
+ * that registering the events, which takes the JVM a moment, is never paid by a process that does not record. Each
+ * method then asks whether a recording wants its event, which is a flag read, and builds nothing if not.
  */
 public final class JfrObserver implements Observer {
+    private static final Logger log = LoggerFactory.getLogger(JfrObserver.class);
     public static final JfrObserver INSTANCE = new JfrObserver();
 
-    private static final EventType ACQUIRE = EventType.getEventType(AcquireEvent.class);
-    private static final EventType HOLD = EventType.getEventType(HoldEvent.class);
-    private static final EventType LEASE_STATE = EventType.getEventType(LeaseStateEvent.class);
-    private static final EventType LEADERSHIP = EventType.getEventType(LeadershipEvent.class);
-    private static final EventType QUEUE = EventType.getEventType(QueueEvent.class);
+    private static final EventType ACQUIRE = register(AcquireEvent.class);
+    private static final EventType HOLD = register(HoldEvent.class);
+    private static final EventType LEASE_STATE = register(LeaseStateEvent.class);
+    private static final EventType LEADERSHIP = register(LeadershipEvent.class);
+    private static final EventType QUEUE = register(QueueEvent.class);
 
     private JfrObserver() {}
+
+    /** The event's type, registered; null if Flight Recorder refused it, and then it is never recorded. */
+    private static EventType register(Class<? extends Event> event) {
+        try {
+            FlightRecorder.register(event);
+            return EventType.getEventType(event);
+        } catch (RuntimeException | InternalError e) {
+            log.warn("Flight Recorder refused {}: coord does not record it", event.getName(), e);
+            return null;
+        }
+    }
+
+    private static boolean wants(EventType type) {
+        return type != null && type.isEnabled();
+    }
 
     @Override
     public void acquisitionEnded(
             String path, String primitive, String participant, long waitNanos, AcquireOutcome outcome) {
-        if (!ACQUIRE.isEnabled()) {
+        if (!wants(ACQUIRE)) {
             return;
         }
         AcquireEvent event = new AcquireEvent();
@@ -39,7 +61,7 @@ public final class JfrObserver implements Observer {
     @Override
     public void holdEnded(
             String path, String primitive, String participant, long fencingToken, long holdNanos, HoldEnd end) {
-        if (!HOLD.isEnabled()) {
+        if (!wants(HOLD)) {
             return;
         }
         HoldEvent event = new HoldEvent();
@@ -55,7 +77,7 @@ public final class JfrObserver implements Observer {
     @Override
     public void leaseStateChanged(
             String path, String primitive, String participant, long fencingToken, LeaseState from, LeaseState to) {
-        if (!LEASE_STATE.isEnabled()) {
+        if (!wants(LEASE_STATE)) {
             return;
         }
         LeaseStateEvent event = new LeaseStateEvent();
@@ -70,7 +92,7 @@ public final class JfrObserver implements Observer {
 
     @Override
     public void leadershipChanged(String path, String primitive, String participant, boolean gained) {
-        if (!LEADERSHIP.isEnabled()) {
+        if (!wants(LEADERSHIP)) {
             return;
         }
         LeadershipEvent event = new LeadershipEvent();
@@ -83,7 +105,7 @@ public final class JfrObserver implements Observer {
 
     @Override
     public void queueOperation(String path, QueueOperation operation, int requested, int items, long nanos) {
-        if (!QUEUE.isEnabled()) {
+        if (!wants(QUEUE)) {
             return;
         }
         QueueEvent event = new QueueEvent();
@@ -91,7 +113,7 @@ public final class JfrObserver implements Observer {
         event.operation = operation.tag();
         event.requested = requested;
         event.items = items;
-        event.duration = nanos;
+        event.callTime = nanos;
         event.commit();
     }
 

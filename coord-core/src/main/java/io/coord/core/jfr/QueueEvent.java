@@ -31,10 +31,10 @@ public final class QueueEvent extends Event {
     @Description("Items written or taken; 0 when the call timed out or found nothing")
     int items;
 
-    @Label("Duration")
+    @Label("Call Time")
     @Description("From the call to its return")
     @Timespan(Timespan.NANOSECONDS)
-    long duration;
+    long callTime;
 
     QueueEvent() {}
 }

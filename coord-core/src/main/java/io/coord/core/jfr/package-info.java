@@ -13,7 +13,7 @@
  * </ul>
  *
  * <p>The events are enabled by default in any recording; while nothing records them, coord only reads a flag. Times
- * are in fields of their own ({@code waitTime}, {@code holdTime}, {@code duration}), measured from when the thing
+ * are in fields of their own ({@code waitTime}, {@code holdTime}, {@code callTime}), measured from when the thing
  * began, because an event can end on another thread than the one it began on.
  */
 package io.coord.core.jfr;
