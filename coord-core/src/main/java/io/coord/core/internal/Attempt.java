@@ -49,6 +49,7 @@ final class Attempt {
     private final long startedAt = System.nanoTime();
     private final Observer[] observers; // told of the start, so to be told of the end
     private volatile Observer.AcquireOutcome gaveUp; // why the caller withdrew, if it did
+    private final AtomicBoolean reported = new AtomicBoolean();
 
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
@@ -69,7 +70,7 @@ final class Attempt {
                 withdraw();
             }
             end();
-            Observations.acquisitionEnded(engine, observers, startedAt, lease, error, gaveUp);
+            reportEnd(lease, error);
         });
     }
 
@@ -88,6 +89,13 @@ final class Attempt {
                 enter(todo);
             }
         });
+    }
+
+    /** Tells the observers how the attempt ended, once. */
+    private void reportEnd(LeaseImpl lease, Throwable error) {
+        if (reported.compareAndSet(false, true)) {
+            Observations.acquisitionEnded(engine, observers, startedAt, lease, error, gaveUp);
+        }
     }
 
     /** The caller withdraws, for the reason given; false if the result was set first. */
@@ -232,6 +240,10 @@ final class Attempt {
         phase = Phase.DONE;
         waiting.stop();
         todo.add(() -> {
+            if (lease != null && !result.isDone()) {
+                // Before the caller can have the lease, so that the grant is never reported after the hold's end.
+                reportEnd(lease, null);
+            }
             if (!result.complete(lease) && lease != null) {
                 lease.close(); // withdrawn while the grant was being made
             }

@@ -2,7 +2,6 @@ package io.coord.core.jfr;
 
 import jdk.jfr.Category;
 import jdk.jfr.Description;
-import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
@@ -14,19 +13,7 @@ import jdk.jfr.Timespan;
 @Category({"coord", "Leases"})
 @Description("An acquisition of a coord primitive: how long it waited and how it ended")
 @StackTrace(false)
-public final class AcquireEvent extends Event {
-    @Label("Path")
-    @Description("The primitive's path")
-    String path;
-
-    @Label("Primitive")
-    @Description("mutex, read-lock, write-lock, semaphore, leader-latch or leader-selector")
-    String primitive;
-
-    @Label("Participant")
-    @Description("The participant id the primitive's nodes carry")
-    String participant;
-
+public final class AcquireEvent extends PrimitiveEvent {
     @Label("Wait Time")
     @Description("From the call to its outcome")
     @Timespan(Timespan.NANOSECONDS)

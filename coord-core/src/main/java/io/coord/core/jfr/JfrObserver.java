@@ -50,9 +50,7 @@ public final class JfrObserver implements Observer {
             return;
         }
         AcquireEvent event = new AcquireEvent();
-        event.path = path;
-        event.primitive = primitive;
-        event.participant = participant;
+        event.of(path, primitive, participant);
         event.waitTime = waitNanos;
         event.outcome = outcome.tag();
         event.commit();
@@ -65,9 +63,7 @@ public final class JfrObserver implements Observer {
             return;
         }
         HoldEvent event = new HoldEvent();
-        event.path = path;
-        event.primitive = primitive;
-        event.participant = participant;
+        event.of(path, primitive, participant);
         event.fencingToken = fencingToken;
         event.holdTime = holdNanos;
         event.end = end.tag();
@@ -81,9 +77,7 @@ public final class JfrObserver implements Observer {
             return;
         }
         LeaseStateEvent event = new LeaseStateEvent();
-        event.path = path;
-        event.primitive = primitive;
-        event.participant = participant;
+        event.of(path, primitive, participant);
         event.fencingToken = fencingToken;
         event.from = from.name();
         event.to = to.name();
@@ -96,9 +90,7 @@ public final class JfrObserver implements Observer {
             return;
         }
         LeadershipEvent event = new LeadershipEvent();
-        event.path = path;
-        event.primitive = primitive;
-        event.participant = participant;
+        event.of(path, primitive, participant);
         event.change = gained ? "gained" : "lost";
         event.commit();
     }

@@ -2,7 +2,6 @@ package io.coord.core.jfr;
 
 import jdk.jfr.Category;
 import jdk.jfr.Description;
-import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
@@ -13,19 +12,7 @@ import jdk.jfr.StackTrace;
 @Category({"coord", "Election"})
 @Description("A leader latch or selector gained or lost leadership")
 @StackTrace(false)
-public final class LeadershipEvent extends Event {
-    @Label("Path")
-    @Description("The election's path")
-    String path;
-
-    @Label("Primitive")
-    @Description("leader-latch or leader-selector")
-    String primitive;
-
-    @Label("Participant")
-    @Description("The participant id of this candidate")
-    String participant;
-
+public final class LeadershipEvent extends PrimitiveEvent {
     @Label("Change")
     @Description("gained or lost")
     String change;

@@ -2,7 +2,6 @@ package io.coord.core.jfr;
 
 import jdk.jfr.Category;
 import jdk.jfr.Description;
-import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
@@ -13,19 +12,7 @@ import jdk.jfr.StackTrace;
 @Category({"coord", "Leases"})
 @Description("A held lease turned SUSPECT, HELD again, or LOST")
 @StackTrace(false)
-public final class LeaseStateEvent extends Event {
-    @Label("Path")
-    @Description("The primitive's path")
-    String path;
-
-    @Label("Primitive")
-    @Description("mutex, read-lock, write-lock, semaphore, leader-latch or leader-selector")
-    String primitive;
-
-    @Label("Participant")
-    @Description("The participant id the primitive's nodes carry")
-    String participant;
-
+public final class LeaseStateEvent extends PrimitiveEvent {
     @Label("Fencing Token")
     @Description("The lease's fencing token: its node's creation zxid")
     long fencingToken;
