@@ -8,7 +8,6 @@ import io.coord.core.jfr.JfrObserver;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.locks.ReentrantLock;
 import jdk.jfr.FlightRecorder;
 import org.slf4j.Logger;
@@ -117,8 +116,7 @@ public final class Observations {
         if (error == null) {
             return AcquireOutcome.TIMED_OUT; // one look, and the queue said no
         }
-        Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-        if (cause instanceof CancellationException) {
+        if (error instanceof CancellationException) { // the attempt's own future: cancelled, never wrapped
             return gaveUp == null ? AcquireOutcome.CANCELLED : gaveUp;
         }
         return AcquireOutcome.FAILED;
