@@ -1,6 +1,9 @@
 package io.coord.bench;
 
 import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -14,7 +17,12 @@ import java.util.regex.Pattern;
 
 /** The parsed command line. Parsing is strict: anything unknown is a {@link UsageException}, never ignored. */
 public record Args(
-        Command command, Optional<List<String>> connect, Optional<Duration> rtt, boolean quick, Set<String> only) {
+        Command command,
+        Optional<List<String>> connect,
+        Optional<Duration> rtt,
+        boolean quick,
+        Set<String> only,
+        Optional<Path> jfr) {
 
     public enum Command {
         DEMO,
@@ -41,6 +49,9 @@ public record Args(
               --rtt <duration>     bench only: route client traffic through a delaying proxy (e.g. 1ms, 500us)
               --quick              bench only: fewer rounds and smaller sizes, under 2 minutes
               --only <n,...>       bench only: run just these scenarios, e.g. --only 1,3
+              --jfr <file>         record the run with Flight Recorder into <file>, coord's io.coord.* events
+                                   included; read it with 'jfr print --events io.coord.Acquire <file>'
+                                   or open it in JDK Mission Control
 
             exit status: 0 all checks passed, 1 a check or safety invariant failed, 2 bad arguments
             """;
@@ -51,6 +62,7 @@ public record Args(
         Duration rtt = null;
         boolean quick = false;
         Set<String> only = Set.of();
+        Path jfr = null;
         for (int i = 0; i < argv.length; i++) {
             String arg = argv[i];
             switch (arg) {
@@ -59,6 +71,7 @@ public record Args(
                 case "--connect" -> connect = hosts(value(argv, ++i, arg));
                 case "--rtt" -> rtt = duration(value(argv, ++i, arg));
                 case "--only" -> only = scenarios(value(argv, ++i, arg));
+                case "--jfr" -> jfr = recordingFile(value(argv, ++i, arg));
                 case "demo", "bench" -> {
                     if (command != null && command != Command.HELP) {
                         throw new UsageException("only one command, got '"
@@ -85,7 +98,8 @@ public record Args(
         if (command == Command.DEMO && !only.isEmpty()) {
             throw new UsageException("--only applies to bench only");
         }
-        return new Args(command, Optional.ofNullable(connect), Optional.ofNullable(rtt), quick, only);
+        return new Args(
+                command, Optional.ofNullable(connect), Optional.ofNullable(rtt), quick, only, Optional.ofNullable(jfr));
     }
 
     /**
@@ -140,6 +154,23 @@ public record Args(
             ids.add(id);
         }
         return Collections.unmodifiableSet(ids);
+    }
+
+    /** A file the recording can be written to: not a directory, in a directory that exists. */
+    static Path recordingFile(String text) throws UsageException {
+        Path file;
+        try {
+            file = Path.of(text).toAbsolutePath();
+        } catch (InvalidPathException e) {
+            throw new UsageException("bad --jfr file '" + text + "': " + e.getMessage());
+        }
+        if (Files.isDirectory(file)) {
+            throw new UsageException("bad --jfr file '" + text + "': it is a directory");
+        }
+        if (!Files.isDirectory(file.getParent())) {
+            throw new UsageException("bad --jfr file '" + text + "': no directory " + file.getParent());
+        }
+        return file;
     }
 
     private static String value(String[] argv, int i, String option) throws UsageException {

@@ -33,7 +33,11 @@ public final class Main {
         setDefault("zookeeper.admin.enableServer", "false");
         Progress progress = new Progress(err);
         String commandLine = "coord-bench " + String.join(" ", argv);
+        FlightRecording recording = null;
         try {
+            if (args.jfr().isPresent()) {
+                recording = FlightRecording.start(args.jfr().get(), err);
+            }
             return switch (args.command()) {
                 case DEMO -> Demo.run(args, progress, out);
                 case BENCH -> Bench.run(args, commandLine, progress, out);
@@ -47,6 +51,10 @@ public final class Main {
             err.println("coord-bench: " + args.command().name().toLowerCase(Locale.ROOT) + " failed: " + e);
             e.printStackTrace(err);
             return 1;
+        } finally {
+            if (recording != null) {
+                recording.close(); // whatever the run's outcome, what was recorded is written
+            }
         }
     }
 

@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class ArgsTest {
 
@@ -20,6 +22,7 @@ class ArgsTest {
         assertEquals(Optional.empty(), args.connect());
         assertEquals(Optional.empty(), args.rtt());
         assertFalse(args.quick());
+        assertEquals(Optional.empty(), args.jfr());
     }
 
     @Test
@@ -30,6 +33,24 @@ class ArgsTest {
         assertEquals(Optional.of(Duration.ofMillis(1)), args.rtt());
         assertEquals(Optional.of(List.of("zk1:2181", "zk2:2182")), args.connect());
         assertEquals(Set.of("1", "3"), args.only());
+    }
+
+    @Test
+    void aRecordingFileIsTakenForEitherCommand(@TempDir Path dir) throws UsageException {
+        Path file = dir.resolve("run.jfr");
+        assertEquals(
+                Optional.of(file), Args.parse("bench", "--jfr", file.toString()).jfr());
+        assertEquals(
+                Optional.of(file), Args.parse("--jfr", file.toString(), "demo").jfr());
+    }
+
+    @Test
+    void aRecordingFileMustBeAFileInADirectoryThatExists(@TempDir Path dir) {
+        for (String bad : List.of(dir.toString(), dir.resolve("missing/run.jfr").toString())) {
+            UsageException e = assertThrows(UsageException.class, () -> Args.parse("bench", "--jfr", bad), bad);
+            assertTrue(e.getMessage().contains("'" + bad + "'"), e.getMessage());
+        }
+        assertThrows(UsageException.class, () -> Args.parse("bench", "--jfr"));
     }
 
     @Test

@@ -7,6 +7,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
+import io.coord.core.internal.Observations;
 import io.coord.core.internal.OrderedListeners;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -222,8 +223,10 @@ final class LatchCandidacy {
         if (next == Phase.LEADING && previous != Phase.LEADING) {
             Lease leaderTerm = term;
             listeners.fire("isLeader", l -> l.isLeader(leaderTerm));
+            Observations.leadershipChanged(engine, true);
         } else if (previous == Phase.LEADING && next != Phase.LEADING) {
             listeners.fire("notLeader", LeaderListener::notLeader);
+            Observations.leadershipChanged(engine, false);
         }
         changed.signalAll();
     }

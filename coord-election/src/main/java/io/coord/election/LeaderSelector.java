@@ -3,6 +3,7 @@ package io.coord.election;
 import io.coord.core.LeasePredicate;
 import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -60,7 +61,8 @@ public final class LeaderSelector implements AutoCloseable {
         this.id = Arguments.participantId(participantId);
         Objects.requireNonNull(task, "task must not be null");
         byte[] data = id.getBytes(StandardCharsets.UTF_8);
-        this.engine = new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), data);
+        this.engine = new LeaseEngine(
+                client, path, PREFIX, LeasePredicate.maxLeases(1), data, Deadline.SYSTEM_TICKER, "leader-selector");
         this.terms = new SelectorTerms(engine, toString(), task);
     }
 

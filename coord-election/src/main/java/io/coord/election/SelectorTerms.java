@@ -5,6 +5,7 @@ import static io.coord.election.Departures.logDeparture;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.LeaseEngine;
+import io.coord.core.internal.Observations;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -291,6 +292,9 @@ final class SelectorTerms {
         };
         if (!allowed) {
             throw new IllegalStateException("selector " + name + " cannot move from " + phase + " to " + next);
+        }
+        if ((next == Phase.LEADING) != (phase == Phase.LEADING)) {
+            Observations.leadershipChanged(engine, next == Phase.LEADING);
         }
         phase = next;
     }

@@ -2,6 +2,8 @@ package io.coord.queue;
 
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.MultiRead;
+import io.coord.core.internal.Observations;
+import io.coord.core.internal.Observer.QueueOperation;
 import io.coord.core.internal.ResultCodes;
 import java.util.ArrayList;
 import java.util.List;
@@ -52,6 +54,14 @@ final class QueueConsumer<T> {
      * waits, and reads the children once, after the call, if it knows of no item.
      */
     List<Taken<T>> take(int max, boolean claim, Deadline deadline) throws InterruptedException {
+        long startedAt = System.nanoTime();
+        List<Taken<T>> taken = takeItems(max, claim, deadline);
+        QueueOperation operation = claim ? QueueOperation.CLAIM : max == 1 ? QueueOperation.POLL : QueueOperation.DRAIN;
+        Observations.queueOperation(queue.path, operation, max, taken.size(), startedAt);
+        return taken;
+    }
+
+    private List<Taken<T>> takeItems(int max, boolean claim, Deadline deadline) throws InterruptedException {
         List<Taken<T>> taken = new ArrayList<>();
         ItemsWatch items = queue.items;
         boolean waiting = false;

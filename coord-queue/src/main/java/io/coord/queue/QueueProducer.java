@@ -2,6 +2,8 @@ package io.coord.queue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.Deadline;
+import io.coord.core.internal.Observations;
+import io.coord.core.internal.Observer.QueueOperation;
 import io.coord.core.internal.ResultCodes;
 import java.util.ArrayList;
 import java.util.List;
@@ -65,6 +67,14 @@ final class QueueProducer {
      * the caller learns whether the items landed.
      */
     boolean write(List<byte[]> stored, Deadline deadline) throws InterruptedException {
+        long startedAt = System.nanoTime();
+        boolean landed = writeItems(stored, deadline);
+        Observations.queueOperation(
+                queue.path, QueueOperation.OFFER, stored.size(), landed ? stored.size() : 0, startedAt);
+        return landed;
+    }
+
+    private boolean writeItems(List<byte[]> stored, Deadline deadline) throws InterruptedException {
         if (!deadline.allowsWaiting() || deadline.isForever()) {
             Boolean combined = combined(stored);
             if (combined != null) {

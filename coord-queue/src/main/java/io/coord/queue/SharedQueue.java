@@ -17,6 +17,7 @@ import org.apache.zookeeper.data.Stat;
  * change of connection and session.
  */
 final class SharedQueue {
+    final String path;
     final ClientContext context;
     final Layout layout;
     final ItemsWatch items;
@@ -40,6 +41,7 @@ final class SharedQueue {
     }
 
     private SharedQueue(ClientContext context, String path) {
+        this.path = path;
         this.context = context;
         this.layout = new Layout(path, context.client().getNamespace());
         this.items = new ItemsWatch(context, layout);

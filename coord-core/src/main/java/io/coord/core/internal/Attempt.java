@@ -46,6 +46,10 @@ final class Attempt {
     private SharedPath shared; // joined on first use: reads, node watches, sweeps
     private final AtomicBoolean ended = new AtomicBoolean();
     final CompletableFuture<LeaseImpl> result = new CompletableFuture<>();
+    private final long startedAt = System.nanoTime();
+    private final Observer[] observers; // told of the start, so to be told of the end
+    private volatile Observer.AcquireOutcome gaveUp; // why the caller withdrew, if it did
+    private final AtomicBoolean reported = new AtomicBoolean();
 
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
@@ -60,11 +64,13 @@ final class Attempt {
         this.context = context;
         this.request = request;
         this.view = context.usesViews() ? context.retainView(engine.path()) : null;
+        this.observers = Observations.acquisitionStarted(engine);
         result.whenComplete((lease, error) -> {
             if (lease == null) {
                 withdraw();
             }
             end();
+            reportEnd(lease, error);
         });
     }
 
@@ -83,6 +89,19 @@ final class Attempt {
                 enter(todo);
             }
         });
+    }
+
+    /** Tells the observers how the attempt ended, once. */
+    private void reportEnd(LeaseImpl lease, Throwable error) {
+        if (reported.compareAndSet(false, true)) {
+            Observations.acquisitionEnded(engine, observers, startedAt, lease, error, gaveUp);
+        }
+    }
+
+    /** The caller withdraws, for the reason given; false if the result was set first. */
+    boolean giveUp(Observer.AcquireOutcome why) {
+        gaveUp = why;
+        return result.cancel(false);
     }
 
     void fail(RuntimeException error) {
@@ -207,7 +226,7 @@ final class Attempt {
 
     private void grant(List<Runnable> todo) {
         List<String> paths = own.names().stream().map(this::full).toList();
-        LeaseImpl lease = context.newLease(paths, own.token(), own.session());
+        LeaseImpl lease = context.newLease(engine, paths, own.token(), own.session());
         if (lease == null) {
             enter(todo); // the nodes belong to a session that is no longer ours: dead or dying
             return;
@@ -221,6 +240,10 @@ final class Attempt {
         phase = Phase.DONE;
         waiting.stop();
         todo.add(() -> {
+            if (lease != null && !result.isDone()) {
+                // Before the caller can have the lease, so that the grant is never reported after the hold's end.
+                reportEnd(lease, null);
+            }
             if (!result.complete(lease) && lease != null) {
                 lease.close(); // withdrawn while the grant was being made
             }

@@ -308,14 +308,14 @@ public final class ClientContext {
      * Registers a granted lease, HELD or SUSPECT as the connection stands. Returns null if the znodes belong to a
      * session other than the current one: such nodes are dead or dying, and must never be reported as held.
      */
-    LeaseImpl newLease(List<String> nodes, long fencingToken, long ownerSession) {
+    LeaseImpl newLease(LeaseEngine engine, List<String> nodes, long fencingToken, long ownerSession) {
         stateLock.lock();
         try {
             if (closed || ownerSession != sessionId()) {
                 return null;
             }
             LeaseImpl lease = new LeaseImpl(
-                    this, nodes, fencingToken, ownerSession, connected ? LeaseState.HELD : LeaseState.SUSPECT);
+                    this, engine, nodes, fencingToken, ownerSession, connected ? LeaseState.HELD : LeaseState.SUSPECT);
             leases.add(lease);
             return lease;
         } finally {

@@ -4,11 +4,13 @@ import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.Participant;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
@@ -27,6 +29,8 @@ public final class LeaseEngine {
     private final LeasePredicate predicate;
     private final byte[] nodeData;
     private final LongSupplier ticker;
+    private final String primitive;
+    private volatile String participantId; // decoded from the node data on first report
     private volatile ClientContext context; // looked up on first use: constructors do no I/O and register nothing
 
     /** Checks its arguments and does no I/O. */
@@ -42,6 +46,19 @@ public final class LeaseEngine {
             LeasePredicate predicate,
             byte[] nodeData,
             LongSupplier ticker) {
+        this(client, path, prefix, predicate, nodeData, ticker, primitiveOf(prefix));
+    }
+
+    /** Like the other constructors, reporting itself to {@link Observations} as {@code primitive}. */
+    public LeaseEngine(
+            CuratorFramework client,
+            String path,
+            String prefix,
+            LeasePredicate predicate,
+            byte[] nodeData,
+            LongSupplier ticker,
+            String primitive) {
+        this.primitive = Objects.requireNonNull(primitive, "primitive");
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.client = Arguments.client(client);
         this.path = Arguments.path(path);
@@ -60,6 +77,33 @@ public final class LeaseEngine {
 
     String prefix() {
         return prefix;
+    }
+
+    /** What this engine is, as events and meters name it: mutex, read-lock, write-lock, semaphore, leader-latch... */
+    public String primitive() {
+        return primitive;
+    }
+
+    /** The participant id its nodes carry. */
+    String participantId() {
+        String id = participantId;
+        if (id == null) {
+            id = new String(nodeData, StandardCharsets.UTF_8);
+            participantId = id;
+        }
+        return id;
+    }
+
+    /** The primitive each module's node prefix stands for; a selector, which shares the mutex's, names itself. */
+    private static String primitiveOf(String prefix) {
+        return switch (prefix) {
+            case "lock-" -> "mutex";
+            case "R-" -> "read-lock";
+            case "W-" -> "write-lock";
+            case "lease-" -> "semaphore";
+            case "latch-" -> "leader-latch";
+            default -> prefix;
+        };
     }
 
     byte[] nodeData() {
@@ -95,7 +139,8 @@ public final class LeaseEngine {
         future.whenComplete((lease, error) -> {
             // Cancelled, timed out, or completed from outside with anything but our lease: withdraw.
             if (lease == null || lease != delivered.get()) {
-                attempt.result.cancel(false);
+                attempt.giveUp(
+                        isTimeout(error) ? Observer.AcquireOutcome.TIMED_OUT : Observer.AcquireOutcome.CANCELLED);
             }
         });
         return future;
@@ -125,14 +170,14 @@ public final class LeaseEngine {
             // A one-look attempt always ends by itself, granted or refused.
             return tryOnce ? attempt.result.get() : deadline.await(attempt.result);
         } catch (TimeoutException e) {
-            return cancelOrTake(attempt);
+            return cancelOrTake(attempt, Observer.AcquireOutcome.TIMED_OUT);
         } catch (ExecutionException e) {
             throw rethrow(e.getCause()); // the attempt failed and withdrew itself
         } catch (InterruptedException | RuntimeException | Error e) {
             // Anything else between starting and returning withdraws the attempt: a node left queued would become
             // the head and block the lock for as long as this client lives.
             try {
-                LeaseImpl granted = cancelOrTake(attempt);
+                LeaseImpl granted = cancelOrTake(attempt, Observer.AcquireOutcome.CANCELLED);
                 if (granted != null) {
                     granted.close();
                 }
@@ -206,8 +251,8 @@ public final class LeaseEngine {
     }
 
     /** Withdraws the attempt, unless it was granted in the meantime: then the lease is the caller's. */
-    private static LeaseImpl cancelOrTake(Attempt attempt) {
-        if (attempt.result.cancel(false)) {
+    private static LeaseImpl cancelOrTake(Attempt attempt, Observer.AcquireOutcome why) {
+        if (attempt.giveUp(why)) {
             return null;
         }
         try {
@@ -217,6 +262,12 @@ public final class LeaseEngine {
         } catch (RuntimeException e) {
             throw rethrow(e.getCause() == null ? e : e.getCause());
         }
+    }
+
+    /** Whether a caller completed the future with a timeout, as {@code orTimeout} does. */
+    private static boolean isTimeout(Throwable error) {
+        Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+        return cause instanceof TimeoutException;
     }
 
     private static RuntimeException rethrow(Throwable cause) {

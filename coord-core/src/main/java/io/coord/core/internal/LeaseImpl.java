@@ -17,6 +17,8 @@ import org.apache.curator.framework.api.transaction.CuratorOp;
  */
 final class LeaseImpl implements Lease {
     private final ClientContext context;
+    private final LeaseEngine engine;
+    private final long grantedAt = System.nanoTime();
     private final List<String> nodes;
     private final long fencingToken;
     private final long session;
@@ -29,8 +31,15 @@ final class LeaseImpl implements Lease {
     private RevocationWatch revocation; // made when the holder first opts in to revocation
 
     /** {@code nodes}: full paths in sequence order, the first naming the lease; {@code session}: their owner. */
-    LeaseImpl(ClientContext context, List<String> nodes, long fencingToken, long session, LeaseState initial) {
+    LeaseImpl(
+            ClientContext context,
+            LeaseEngine engine,
+            List<String> nodes,
+            long fencingToken,
+            long session,
+            LeaseState initial) {
         this.context = context;
+        this.engine = engine;
         this.nodes = List.copyOf(nodes);
         this.fencingToken = fencingToken;
         this.session = session;
@@ -131,6 +140,20 @@ final class LeaseImpl implements Lease {
         return session;
     }
 
+    ClientContext context() {
+        return context;
+    }
+
+    /** The engine that granted it: what it reports itself as. */
+    LeaseEngine engine() {
+        return engine;
+    }
+
+    /** When it was granted, on System.nanoTime. */
+    long grantedAt() {
+        return grantedAt;
+    }
+
     /** Applies one transition if the current state allows it; returns whether the state changed. */
     boolean moveTo(LeaseState next) {
         return moveTo(next, false);
@@ -141,17 +164,20 @@ final class LeaseImpl implements Lease {
      *     still being delivered, the end can be completed right here instead of on another thread
      */
     private boolean moveTo(LeaseState next, boolean onCallersThread) {
+        LeaseState previous;
         lock.lock();
         try {
             if (!allowed(state, next)) {
                 return false;
             }
+            previous = state;
             state = next;
             // Queued under the lock, so that listeners hear the states in the order they were taken.
             listeners.fire("entering " + next, l -> l.accept(next));
         } finally {
             lock.unlock();
         }
+        Observations.leaseMoved(this, previous, next);
         boolean last = next == LeaseState.LOST || next == LeaseState.RELEASED;
         if (last) {
             context.forget(this);

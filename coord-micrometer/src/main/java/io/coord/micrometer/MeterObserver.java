@@ -1,0 +1,125 @@
+package io.coord.micrometer;
+
+import io.coord.core.LeaseState;
+import io.coord.core.internal.Observer;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
+
+/** Keeps one registry's meters from coord's reports; every update is a lookup and an in-memory add. */
+final class MeterObserver implements Observer {
+    private final MeterRegistry registry;
+    private final UnaryOperator<String> pathTag;
+    private final Map<String, String> pathTags = new ConcurrentHashMap<>();
+    private final Map<Tags, AtomicInteger> pending = new ConcurrentHashMap<>();
+
+    MeterObserver(MeterRegistry registry, UnaryOperator<String> pathTag) {
+        this.registry = registry;
+        this.pathTag = pathTag;
+    }
+
+    @Override
+    public void acquisitionStarted(String path, String primitive) {
+        pendingOf(tags(path, primitive)).incrementAndGet();
+    }
+
+    @Override
+    public void acquisitionEnded(
+            String path, String primitive, String participant, long waitNanos, AcquireOutcome outcome) {
+        Tags tags = tags(path, primitive);
+        pendingOf(tags).decrementAndGet();
+        Tags withOutcome = tags.and("outcome", outcome.tag());
+        Timer.builder("coord.acquire.wait")
+                .description("How long acquisitions waited, from the call to the outcome")
+                .tags(withOutcome)
+                .register(registry)
+                .record(waitNanos, TimeUnit.NANOSECONDS);
+        Counter.builder("coord.acquire.outcomes")
+                .description("Acquisitions by outcome: granted, timed_out, cancelled, failed")
+                .tags(withOutcome)
+                .register(registry)
+                .increment();
+    }
+
+    @Override
+    public void holdEnded(
+            String path, String primitive, String participant, long fencingToken, long holdNanos, HoldEnd end) {
+        Tags tags = tags(path, primitive);
+        Timer.builder("coord.lease.hold")
+                .description("How long leases were held, from the grant to released, lost or revoked")
+                .tags(tags.and("end", end.tag()))
+                .register(registry)
+                .record(Duration.ofNanos(holdNanos));
+        if (end != HoldEnd.RELEASED) {
+            Counter.builder("coord.lease.lost")
+                    .description("Holds that ended without a release: lost with the session, or revoked")
+                    .tags(tags.and("cause", end.tag()))
+                    .register(registry)
+                    .increment();
+        }
+    }
+
+    @Override
+    public void leaseStateChanged(
+            String path, String primitive, String participant, long fencingToken, LeaseState from, LeaseState to) {
+        Counter.builder("coord.lease.states")
+                .description("Held leases turning SUSPECT, HELD again, or LOST")
+                .tags(tags(path, primitive).and("state", to.name()))
+                .register(registry)
+                .increment();
+    }
+
+    @Override
+    public void leadershipChanged(String path, String primitive, String participant, boolean gained) {
+        Counter.builder("coord.leadership.changes")
+                .description("Leadership gained or lost by this process's latches and selectors")
+                .tags(tags(path, primitive).and("change", gained ? "gained" : "lost"))
+                .register(registry)
+                .increment();
+    }
+
+    @Override
+    public void queueOperation(String path, QueueOperation operation, int requested, int items, long nanos) {
+        Tags tags = tags(path, "queue").and("operation", operation.tag());
+        Timer.builder("coord.queue.calls")
+                .description("Queue calls that offer, poll, drain or claim, from the call to its return")
+                .tags(tags)
+                .register(registry)
+                .record(nanos, TimeUnit.NANOSECONDS);
+        Counter.builder("coord.queue.items")
+                .description("Items written to or taken from queues")
+                .tags(tags)
+                .register(registry)
+                .increment(items);
+    }
+
+    private Tags tags(String path, String primitive) {
+        return Tags.of("path", pathTags.computeIfAbsent(path, pathTag), "primitive", primitive);
+    }
+
+    /** The count behind one pending gauge, registered with it on first use and kept as long as this observer. */
+    private AtomicInteger pendingOf(Tags tags) {
+        return pending.computeIfAbsent(tags, t -> {
+            AtomicInteger count = new AtomicInteger();
+            Gauge.builder("coord.acquire.pending", count, AtomicInteger::get)
+                    .description("Acquisitions under way: sent, and not yet granted, refused, withdrawn or failed")
+                    .tags(t)
+                    .strongReference(true)
+                    .register(registry);
+            return count;
+        });
+    }
+
+    @Override
+    public String toString() {
+        return "MeterObserver[" + registry.getClass().getSimpleName() + "]";
+    }
+}

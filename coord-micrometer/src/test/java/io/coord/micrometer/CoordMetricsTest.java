@@ -1,0 +1,188 @@
+package io.coord.micrometer;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.election.LeaderLatch;
+import io.coord.mutex.ReentrantMutex;
+import io.coord.queue.DistributedQueue;
+import io.coord.queue.QueueSerializer;
+import io.coord.testkit.ZooKeeperFixture;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.search.Search;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+@Timeout(60)
+class CoordMetricsTest {
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    private final CoordMetrics metrics = new CoordMetrics();
+
+    @BeforeEach
+    void bind() {
+        metrics.bindTo(registry);
+    }
+
+    @AfterEach
+    void unbind() {
+        metrics.close();
+    }
+
+    @Test
+    void metersFollowGrantTimeoutCancelLostLeaseAndQueueCalls() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("metered-mutex");
+        CuratorFramework one = zk.newClient();
+        CuratorFramework two = zk.newClient();
+        ReentrantMutex holder = new ReentrantMutex(one, path, "holder");
+        ReentrantMutex waiter = new ReentrantMutex(two, path, "waiter");
+
+        holder.acquire();
+        assertFalse(waiter.acquire(Duration.ofMillis(100)));
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        assertEquals(1.0, gauge("coord.acquire.pending", path), "one acquisition under way");
+        pending.cancel(true);
+        await().until(() -> gauge("coord.acquire.pending", path) == 0.0);
+        holder.release();
+
+        Lease doomed = waiter.acquireAsync().get(10, TimeUnit.SECONDS);
+        zk.expireSession(two);
+        assertEquals(LeaseState.LOST, doomed.ended().get(20, TimeUnit.SECONDS));
+
+        await().until(() -> outcomes(path, "cancelled") == 1);
+        assertEquals(2, outcomes(path, "granted"));
+        assertEquals(1, outcomes(path, "timed_out"));
+        assertEquals(0, outcomes(path, "failed"));
+        Timer timedOut =
+                find("coord.acquire.wait", path).tag("outcome", "timed_out").timer();
+        assertEquals(1, timedOut.count());
+        assertTrue(timedOut.totalTime(TimeUnit.NANOSECONDS) > 0, "a wait was timed");
+
+        assertEquals(
+                1, find("coord.lease.hold", path).tag("end", "released").timer().count());
+        assertEquals(
+                1, find("coord.lease.hold", path).tag("end", "lost").timer().count());
+        assertEquals(
+                1.0,
+                find("coord.lease.lost", path).tag("cause", "lost").counter().count());
+        assertNull(find("coord.lease.lost", path).tag("cause", "revoked").counter(), "nothing was revoked");
+        assertEquals(
+                1.0,
+                find("coord.lease.states", path).tag("state", "LOST").counter().count());
+        assertEquals(0.0, gauge("coord.acquire.pending", path));
+        zk.assertNoLeaks(path);
+
+        String jobs = ZooKeeperFixture.uniquePath("metered-queue");
+        DistributedQueue<String> queue =
+                DistributedQueue.builder(one, jobs, QueueSerializer.utf8()).build();
+        assertTrue(queue.offer("a"));
+        queue.putAll(List.of("b", "c"));
+        assertEquals("a", queue.poll());
+        assertEquals(2, queue.drainTo(new ArrayList<>(), 10));
+        assertEquals(
+                2,
+                find("coord.queue.calls", jobs)
+                        .tag("operation", "offer")
+                        .timer()
+                        .count());
+        assertEquals(
+                3.0,
+                find("coord.queue.items", jobs)
+                        .tag("operation", "offer")
+                        .counter()
+                        .count());
+        assertEquals(
+                1.0,
+                find("coord.queue.items", jobs)
+                        .tag("operation", "poll")
+                        .counter()
+                        .count());
+        assertEquals(
+                2.0,
+                find("coord.queue.items", jobs)
+                        .tag("operation", "drain")
+                        .counter()
+                        .count());
+        assertEquals("queue", find("coord.queue.calls", jobs).timer().getId().getTag("primitive"));
+    }
+
+    @Test
+    void leadershipChangesAreCountedAndPathsCanBeTaggedCoarsely() throws Exception {
+        metrics.close();
+        CoordMetrics coarse = new CoordMetrics(path -> path.substring(0, path.lastIndexOf('/')) + "/*");
+        coarse.bindTo(registry);
+        try {
+            String path = ZooKeeperFixture.uniquePath("metered-election");
+            try (LeaderLatch latch = new LeaderLatch(zk.newClient(), path, "candidate")) {
+                latch.start();
+                assertTrue(latch.await(Duration.ofSeconds(10)));
+            }
+            await().until(() -> leadership("lost") != null);
+            assertEquals(1.0, leadership("gained").count());
+            assertEquals(1.0, leadership("lost").count());
+            assertEquals(
+                    1,
+                    find("coord.lease.hold", "/test/*")
+                            .tag("end", "released")
+                            .timer()
+                            .count());
+            zk.assertNoLeaks(path);
+        } finally {
+            coarse.close();
+        }
+    }
+
+    @Test
+    void closedMetricsStopCounting() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("unmetered");
+        metrics.close();
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        mutex.release();
+        assertNull(find("coord.acquire.outcomes", path).counter(), "no meter after close");
+        zk.assertNoLeaks(path);
+    }
+
+    private Search find(String name, String path) {
+        return registry.find(name).tag("path", path);
+    }
+
+    /** Searches are builders: a new one for each question. */
+    private Counter leadership(String change) {
+        return find("coord.leadership.changes", "/test/*")
+                .tag("primitive", "leader-latch")
+                .tag("change", change)
+                .counter();
+    }
+
+    private long outcomes(String path, String outcome) {
+        Counter counter =
+                find("coord.acquire.outcomes", path).tag("outcome", outcome).counter();
+        return counter == null ? 0 : (long) counter.count();
+    }
+
+    private double gauge(String name, String path) {
+        Gauge gauge = find(name, path).gauge();
+        return gauge == null ? 0 : gauge.value();
+    }
+}
