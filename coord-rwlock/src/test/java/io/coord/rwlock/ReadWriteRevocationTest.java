@@ -91,6 +91,8 @@ class ReadWriteRevocationTest {
         await().until(() -> asked.get() == 1);
         assertTrue(writer.writeLock().isHeldByCurrentThread(), "cooperative: the writer decides");
         writer.writeLock().release();
+        // The release's delete is asynchronous: ask once it has landed.
+        await().until(() -> reader.readLock().participants().isEmpty());
         assertFalse(reader.writeLock().requestRevocation(holder));
         assertEquals(1, asked.get());
         zk.assertNoLeaks(path);

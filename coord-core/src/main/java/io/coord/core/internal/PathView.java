@@ -5,14 +5,10 @@ import io.coord.core.LeasePredicate.Decision;
 import io.coord.core.SequenceNode;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -49,17 +45,14 @@ import org.slf4j.LoggerFactory;
  *   <li>A server older than 3.6 cannot add the watch: the client then never uses views.
  * </ul>
  *
- * <p>Every event goes to every client with a view of the path, so with N clients contending a round costs O(N²)
- * notifications. A client therefore keeps its view only while the path holds at most {@link ViewSettings#maxOthers}
- * nodes besides its own, and falls back to predecessor watches above that ({@link Unusable#CROWDED}), until
- * {@link #QUIET_READS} reads in a row find the path back at half the bound. Nor does it add a view to a path it has
- * not counted yet: a client's first acquisition on a path queues with predecessor watches, and its read is the count.
- * So a path that is crowded from the start never sees a burst of views, and a path used once in a while never pays
- * for one.
+ * <p>Every event goes to every client with a view of the path: {@link HerdBound} says when a client does without
+ * one ({@link Unusable#CROWDED}). So a path that is crowded from the start never sees a burst of views, and a path
+ * used once in a while never pays for one.
  *
- * <p>The view lives while something of the client uses the path, and for {@link ViewSettings#linger} after the last
- * use: then its watch is removed on the server ({@link ClientContext#dropWatches}, type PersistentRecursive). A view
- * that becomes unusable drops its watch at once.
+ * <p>The view lives while something of the client uses the path, and for a linger after the last use
+ * ({@link ViewUsers}): then its watch is removed on the server ({@link ClientContext#dropWatches}, type
+ * PersistentRecursive). A view that becomes unusable drops its watch at once. Who listens to which node is kept in
+ * {@link ViewListeners}.
  *
  * <p>Locks: callers may hold their own lock while calling in, so the view never calls out under its lock, and never
  * calls a member back from a method a member called: whatever follows (requests, notifications) is added to the
@@ -67,8 +60,6 @@ import org.slf4j.LoggerFactory;
  */
 final class PathView {
     private static final Logger log = LoggerFactory.getLogger(PathView.class);
-    /** Reads in a row that must find a crowded path quiet before its view is used again. */
-    static final int QUIET_READS = 4;
     /** Why a path does not use its view. */
     enum Unusable {
         /** More nodes of other sessions than the herd bound. */
@@ -128,15 +119,9 @@ final class PathView {
     // Guarded by lock.
     private final ViewNodes nodes = new ViewNodes();
     private final Set<Member> members = new LinkedHashSet<>();
-    private final Set<ChangeListener> observers = new LinkedHashSet<>();
-    private final Map<String, Set<NodeListener>> listeners = new HashMap<>();
-    private final Set<String> own = new HashSet<>(); // nodes of this client in the view, for the herd bound
-    private int users;
-    private boolean lingering; // unused, but not for long enough to drop the watch yet
-    private long idleSince; // when the last user left (System.nanoTime)
-    private long timerDue; // when the earliest linger timer fires (System.nanoTime), 0 if none is set
-    private boolean counted; // a read has counted the path's nodes: until then, attempts do without the view
-    private int quietReads; // reads in a row, while crowded, that found at most half the bound
+    private final ViewListeners listeners = new ViewListeners();
+    private final HerdBound herd = new HerdBound();
+    private final ViewUsers users;
     private boolean retired; // out of the registry: later users get a new view
     private WatchState watch = WatchState.NONE;
     private int generation; // of the watcher object: events for an older one are ignored
@@ -151,6 +136,7 @@ final class PathView {
     PathView(ClientContext context, String path) {
         this.context = context;
         this.path = path;
+        this.users = new ViewUsers(() -> context.viewSettings().lingerNanos(), this::lingered);
     }
 
     String path() {
@@ -166,8 +152,7 @@ final class PathView {
             if (retired) {
                 return false;
             }
-            users++;
-            lingering = false;
+            users.join();
             return true;
         } finally {
             lock.unlock();
@@ -178,57 +163,21 @@ final class PathView {
     void release() {
         lock.lock();
         try {
-            if (--users > 0 || retired) {
-                return;
+            if (users.leave() && !retired) {
+                // An unusable view lingers too, without a watch: it remembers for a while not to add one.
+                users.startLinger();
             }
-            // An unusable view lingers too, without a watch: it remembers for a while not to add one.
-            lingering = true;
-            idleSince = System.nanoTime();
-            timeLinger();
         } finally {
             lock.unlock();
         }
     }
 
-    /**
-     * Sets a timer for the end of the linger, unless one is due by then already: a lock cycle leaves and retains the
-     * view every time, and a timer set for an earlier idle spell checks the idle time when it fires.
-     */
-    private void timeLinger() {
-        long lingerNanos = context.viewSettings().lingerNanos();
-        long due = idleSince + lingerNanos;
-        if (timerDue != 0 && timerDue - due <= 0) {
-            return;
-        }
-        timerDue = due;
-        Executors.TIMER.schedule(() -> lingered(due), Math.max(0, due - System.nanoTime()), TimeUnit.NANOSECONDS);
-    }
-
     private void lingered(long due) {
         act(todo -> {
-            if (due == timerDue) {
-                timerDue = 0;
+            if (!retired && users.lingerOver(due)) {
+                retireOrDrop(todo);
             }
-            if (retired || !lingering || users > 0) {
-                return;
-            }
-            if (idleSince + context.viewSettings().lingerNanos() - System.nanoTime() > 0) {
-                timeLinger(); // used and left again since this timer was set
-                return;
-            }
-            lingering = false;
-            retireOrDrop(todo);
         });
-    }
-
-    /** Nothing uses the view, and its linger is over. */
-    private boolean expired() {
-        return users == 0 && !lingering;
-    }
-
-    /** Something uses the view, or may soon: within its linger. */
-    private boolean wanted() {
-        return users > 0 || lingering;
     }
 
     /** Unused: drop the watch, or leave the registry if there is none. */
@@ -254,12 +203,12 @@ final class PathView {
         try {
             // An acquisition joins only once a read has counted the path (its own, without the view, the first
             // time): a client never adds a view to a path already past the herd bound. An observer joins anyway.
-            if (unusable != null || (!counted && !(member instanceof ChangeListener))) {
+            if (unusable != null || (!herd.counted() && !(member instanceof ChangeListener))) {
                 return false;
             }
             members.add(member);
             if (member instanceof ChangeListener observer) {
-                observers.add(observer);
+                listeners.observe(observer);
             }
             ensureWatch(todo);
             return true;
@@ -274,11 +223,9 @@ final class PathView {
         try {
             members.remove(member);
             if (member instanceof ChangeListener observer) {
-                observers.remove(observer);
+                listeners.stopObserving(observer);
             }
-            for (String name : listenedTo) {
-                unlisten(name, listener);
-            }
+            listenedTo.forEach(name -> listeners.unlisten(name, listener));
         } finally {
             lock.unlock();
         }
@@ -357,12 +304,7 @@ final class PathView {
     boolean own(Collection<String> names, List<Runnable> todo) {
         lock.lock();
         try {
-            for (String name : names) {
-                if (nodes.contains(SequenceNode.parse(name).orElseThrow())) {
-                    own.add(name);
-                    nodes.confirm(name);
-                }
-            }
+            herd.own(names, nodes);
             return !live || checkCrowd(todo); // not live: counted again when it is read
         } finally {
             lock.unlock();
@@ -383,9 +325,7 @@ final class PathView {
             }
             boolean check = false;
             for (SequenceNode node : watched) {
-                listeners
-                        .computeIfAbsent(node.name(), k -> new LinkedHashSet<>(2))
-                        .add(listener);
+                listeners.listen(node.name(), listener);
                 check |= !nodes.isConfirmed(node.name());
             }
             if (check && !confirming && live) {
@@ -401,9 +341,7 @@ final class PathView {
     void hold(Collection<String> names, NodeListener listener) {
         lock.lock();
         try {
-            for (String name : names) {
-                listeners.computeIfAbsent(name, k -> new LinkedHashSet<>(2)).add(listener);
-            }
+            names.forEach(name -> listeners.listen(name, listener));
         } finally {
             lock.unlock();
         }
@@ -412,42 +350,20 @@ final class PathView {
     void unlisten(Collection<String> names, NodeListener listener) {
         lock.lock();
         try {
-            for (String name : names) {
-                unlisten(name, listener);
-            }
+            names.forEach(name -> listeners.unlisten(name, listener));
         } finally {
             lock.unlock();
         }
     }
 
-    private void unlisten(String name, NodeListener listener) {
-        Set<NodeListener> set = listeners.get(name);
-        if (set != null && set.remove(listener) && set.isEmpty()) {
-            listeners.remove(name);
-        }
-    }
-
-    /**
-     * A read outside the view (predecessor-watch mode) found {@code others} nodes of other sessions. The first such
-     * count decides whether the path may have a view; past the bound it may not, and a crowded view becomes usable
-     * again only after {@link #QUIET_READS} reads in a row find at most half the bound, so that a queue that empties
-     * now and then does not bring every client's view back at once.
-     */
+    /** A read outside the view (predecessor-watch mode) found {@code others} nodes of other sessions. */
     void countedOthers(int others, List<Runnable> todo) {
         lock.lock();
         try {
-            counted = true;
-            int bound = context.viewSettings().maxOthers();
-            if (unusable == null) {
-                if (others > bound) {
-                    becomeUnusable(Unusable.CROWDED, todo);
-                }
-            } else if (unusable == Unusable.CROWDED) {
-                quietReads = others <= bound / 2 ? quietReads + 1 : 0;
-                if (quietReads >= QUIET_READS) {
-                    unusable = null;
-                    quietReads = 0;
-                }
+            switch (herd.countedOthers(others, context.viewSettings().maxOthers(), unusable)) {
+                case CROWDED -> becomeUnusable(Unusable.CROWDED, todo);
+                case QUIET -> unusable = null;
+                case UNCHANGED -> {}
             }
         } finally {
             lock.unlock();
@@ -505,7 +421,7 @@ final class PathView {
                 case OK -> {
                     watch = WatchState.SET;
                     watchSession = session;
-                    if (expired()) {
+                    if (users.expired()) {
                         retireOrDrop(todo); // it lingered out while adding
                     } else if (unusable != null) {
                         drop(todo);
@@ -533,7 +449,7 @@ final class PathView {
     /** After an add the client gave up on: add again if anything still wants the view. */
     private void addAgain() {
         act(todo -> {
-            if (watch == WatchState.NONE && unusable == null && !retired && wanted()) {
+            if (watch == WatchState.NONE && unusable == null && !retired && users.wanted()) {
                 add(todo);
             }
         });
@@ -561,7 +477,7 @@ final class PathView {
             watch = WatchState.NONE;
             if (wantWatch && unusable == null && !members.isEmpty()) {
                 add(todo);
-            } else if (users == 0) {
+            } else if (users.none()) {
                 retired = true;
                 todo.add(() -> context.retire(this));
             }
@@ -570,7 +486,7 @@ final class PathView {
 
     private void dropAgain() {
         act(todo -> {
-            if (watch == WatchState.SET && (unusable != null || (expired()))) {
+            if (watch == WatchState.SET && (unusable != null || users.expired())) {
                 drop(todo);
             }
         });
@@ -599,7 +515,7 @@ final class PathView {
                     watch = WatchState.NONE;
                     if (unusable == null && !members.isEmpty()) {
                         add(todo);
-                    } else if (expired()) {
+                    } else if (users.expired()) {
                         retired = true;
                         todo.add(() -> context.retire(this));
                     }
@@ -667,10 +583,8 @@ final class PathView {
     }
 
     private void becomeLive(List<Runnable> todo) {
-        own.removeIf(name -> !nodes.contains(SequenceNode.parse(name).orElseThrow()));
-        own.forEach(nodes::confirm);
+        herd.read(nodes);
         live = true;
-        counted = true;
         if (!checkCrowd(todo)) {
             return;
         }
@@ -683,7 +597,7 @@ final class PathView {
         if (unusable != null) {
             return false;
         }
-        if (nodes.size() - own.size() > context.viewSettings().maxOthers()) {
+        if (herd.crowded(nodes, context.viewSettings().maxOthers())) {
             becomeUnusable(Unusable.CROWDED, todo);
             return false;
         }
@@ -696,11 +610,11 @@ final class PathView {
         }
         log.debug("{}: unusable, {}", this, why);
         unusable = why;
-        quietReads = 0;
+        herd.restartQuietCount();
         live = false;
         List<Member> told = List.copyOf(members);
         members.clear();
-        observers.clear();
+        listeners.dropObservers();
         switch (watch) {
             case SET -> drop(todo);
             case ADDING, DROPPING, NONE -> {} // an add that answers now finds the view unusable and drops
@@ -766,7 +680,7 @@ final class PathView {
                 String changed = event.getPath();
                 if (changed != null
                         && path.equals(ZKPaths.getPathAndNode(changed).getPath())) {
-                    dataChanged(ZKPaths.getNodeFromPath(changed), todo);
+                    listeners.dataChanged(ZKPaths.getNodeFromPath(changed), todo);
                 }
             }
         });
@@ -796,8 +710,8 @@ final class PathView {
         if (type == EventType.NodeDeleted) {
             // Reaped or deleted: every child went with it, and sequences start over if it comes back.
             for (SequenceNode gone : nodes.parentDeleted()) {
-                own.remove(gone.name());
-                tell(gone, todo);
+                herd.forget(gone.name());
+                listeners.deleted(gone, todo);
             }
             changed(todo);
         } else if (live) {
@@ -827,36 +741,19 @@ final class PathView {
 
     private void deleted(String child, List<Runnable> todo) {
         Optional<SequenceNode> gone = nodes.deleted(child);
-        own.remove(child);
+        herd.forget(child);
         SequenceNode node = gone.orElseGet(() -> SequenceNode.parse(child).orElse(null));
         if (node != null) {
-            tell(node, todo);
+            listeners.deleted(node, todo);
         }
         if (gone.isPresent()) {
             changed(todo);
         }
     }
 
-    private void dataChanged(String child, List<Runnable> todo) {
-        Set<NodeListener> set = listeners.get(child);
-        Optional<SequenceNode> node = SequenceNode.parse(child);
-        if (set != null && node.isPresent()) {
-            List<NodeListener> told = List.copyOf(set);
-            todo.add(() -> told.forEach(l -> l.nodeDataChanged(node.get())));
-        }
-    }
-
-    private void tell(SequenceNode node, List<Runnable> todo) {
-        Set<NodeListener> set = listeners.remove(node.name());
-        if (set != null) {
-            todo.add(() -> set.forEach(l -> l.nodeDeleted(node)));
-        }
-    }
-
     private void changed(List<Runnable> todo) {
-        if (!observers.isEmpty() && live) {
-            List<ChangeListener> told = List.copyOf(observers);
-            todo.add(() -> told.forEach(ChangeListener::viewChanged));
+        if (live) {
+            listeners.changed(todo);
         }
     }
 
@@ -885,7 +782,7 @@ final class PathView {
         lock.lock();
         try {
             return "PathView[" + path + ", gen " + generation + ", " + watch + (live ? ", live" : "")
-                    + (unusable == null ? "" : ", " + unusable) + ", " + users + " users, " + nodes + "]";
+                    + (unusable == null ? "" : ", " + unusable) + ", " + users + ", " + nodes + "]";
         } finally {
             lock.unlock();
         }
