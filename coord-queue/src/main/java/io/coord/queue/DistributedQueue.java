@@ -2,6 +2,7 @@ package io.coord.queue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.Deadline;
 import java.time.Duration;
@@ -254,7 +255,7 @@ public final class DistributedQueue<T> {
 
     /** Items in the queue, claimed ones included: the item parent's child count, one read. */
     public int size() {
-        Stat stat = Requests.awaitFully(queue.counts.next(), queue.layout.items());
+        Stat stat = BackgroundRequests.awaitFully(queue.counts.next(), queue.layout.items());
         return stat == null ? 0 : stat.getNumChildren();
     }
 

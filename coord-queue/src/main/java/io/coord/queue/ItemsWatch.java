@@ -1,6 +1,8 @@
 package io.coord.queue;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.internal.BackgroundRequests;
+import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.SingleFlight;
 import java.util.concurrent.CompletableFuture;
@@ -110,7 +112,7 @@ final class ItemsWatch {
             lock.unlock();
         }
         CuratorFramework client = context.client();
-        Requests.call(
+        BackgroundRequests.call(
                         context,
                         layout.items(),
                         cb -> client.watchers()
@@ -120,7 +122,7 @@ final class ItemsWatch {
                                 .usingWatcher(itemsWatcher)
                                 .forPath(layout.items()))
                 .whenComplete((event, error) -> {
-                    boolean ok = error == null && Requests.code(event) == Code.OK;
+                    boolean ok = error == null && BackgroundRequests.code(event) == Code.OK;
                     lock.lock();
                     try {
                         arming = null;
@@ -132,7 +134,8 @@ final class ItemsWatch {
                         changed(); // what happened before the watch was on is not known: waiters read again
                         added.complete(null);
                     } else {
-                        added.completeExceptionally(error != null ? error : watchFailure(Requests.code(event)));
+                        added.completeExceptionally(
+                                error != null ? error : watchFailure(BackgroundRequests.code(event)));
                     }
                 });
         return added;
@@ -188,14 +191,14 @@ final class ItemsWatch {
     private CompletableFuture<Boolean> sendRead() {
         long asOf = changes.get();
         CuratorFramework client = context.client();
-        return Requests.call(
+        return BackgroundRequests.call(
                         context,
                         layout.items(),
                         cb -> client.getChildren().inBackground(cb).forPath(layout.items()))
                 .thenApply(event -> {
-                    Code code = Requests.code(event);
+                    Code code = BackgroundRequests.code(event);
                     if (code != Code.OK && code != Code.NONODE) {
-                        throw Requests.failure("listing", layout.items(), code);
+                        throw BackgroundRequests.failure("listing", layout.items(), code);
                     }
                     listedThrough.accumulateAndGet(asOf, Math::max);
                     if (code == Code.OK && names.merge(event.getChildren(), context.sessionId())) {
@@ -243,6 +246,6 @@ final class ItemsWatch {
                             + " the server answered UNIMPLEMENTED",
                     KeeperException.create(code, layout.items()));
         }
-        return Requests.failure("watching", layout.items(), code);
+        return BackgroundRequests.failure("watching", layout.items(), code);
     }
 }

@@ -1,6 +1,8 @@
 package io.coord.queue;
 
+import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ResultCodes;
+import io.coord.core.internal.TransactionOps;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
@@ -86,7 +88,7 @@ final class QueueClaim<T> implements Claim<T> {
             // delete that cannot reach the server keeps trying after reconnecting, while the claim lives.
             CompletableFuture<Void> firstAnswer = new CompletableFuture<>();
             release(firstAnswer);
-            Requests.awaitFully(firstAnswer, queue.layout.claim(name));
+            BackgroundRequests.awaitFully(firstAnswer, queue.layout.claim(name));
         } finally {
             lock.unlock();
         }
@@ -136,12 +138,12 @@ final class QueueClaim<T> implements Claim<T> {
         }
         CuratorFramework client = queue.context.client();
         List<CuratorOp> ops = List.of(TransactionOps.check(client, marker), TransactionOps.delete(client, claimPath));
-        Requests.call(
+        BackgroundRequests.call(
                         queue.context,
                         claimPath,
                         cb -> client.transaction().inBackground(cb).forOperations(ops))
                 .whenComplete((event, error) -> {
-                    Code code = error == null ? Requests.code(event) : null;
+                    Code code = error == null ? BackgroundRequests.code(event) : null;
                     if (code == Code.OK || code == Code.NONODE) {
                         queue.items.released(name, session); // deleted, or already gone with its session
                     } else if (code != null && ResultCodes.isInDoubt(code) && queue.context.sessionId() == session) {

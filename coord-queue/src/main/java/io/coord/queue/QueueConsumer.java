@@ -1,10 +1,13 @@
 package io.coord.queue;
 
+import io.coord.core.internal.BackgroundRequests;
+import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.MultiRead;
 import io.coord.core.internal.Observations;
 import io.coord.core.internal.Observer.QueueOperation;
 import io.coord.core.internal.ResultCodes;
+import io.coord.core.internal.TransactionOps;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -86,7 +89,7 @@ final class QueueConsumer<T> {
                         return taken;
                     }
                     listed = true; // a read sent after the call, so that an item written before it is seen
-                    Requests.awaitFully(items.read(), queue.layout.items());
+                    BackgroundRequests.awaitFully(items.read(), queue.layout.items());
                     continue;
                 }
                 if (!taken.isEmpty() || deadline.expired()) {
@@ -94,12 +97,13 @@ final class QueueConsumer<T> {
                 }
                 if (!waiting) {
                     waiting = true; // the watch first: arming it counts as a change, so a read follows
-                    Requests.await(items.join(), deadline, queue.layout.items());
+                    BackgroundRequests.await(items.join(), deadline, queue.layout.items());
                     continue;
                 }
                 CompletableFuture<Void> armed = items.ensureArmed();
                 if (!armed.isDone() || armed.isCompletedExceptionally()) {
-                    Requests.await(armed, deadline, queue.layout.items()); // a session end took the watch away
+                    BackgroundRequests.await(
+                            armed, deadline, queue.layout.items()); // a session end took the watch away
                 } else if (items.changedSinceRead()) {
                     if (!read(deadline)) {
                         return taken;
@@ -129,10 +133,10 @@ final class QueueConsumer<T> {
                     return null;
                 }
                 listed = true;
-                Requests.awaitFully(queue.items.read(), queue.layout.items());
+                BackgroundRequests.awaitFully(queue.items.read(), queue.layout.items());
                 continue;
             }
-            List<OpResult> results = Requests.awaitFully(
+            List<OpResult> results = BackgroundRequests.awaitFully(
                     MultiRead.read(queue.context, List.of(queue.layout.item(name), queue.layout.claim(name))),
                     queue.layout.item(name));
             byte[] stored = data(results.get(0), queue.layout.item(name));
@@ -223,7 +227,7 @@ final class QueueConsumer<T> {
                 ? cache.readAhead(names.get(0), Math.min(READ_AHEAD, ItemCodec.smallItemsPerRead() - 1))
                 : List.of();
         reading.addAll(ahead);
-        List<OpResult> results = Requests.awaitWithin(
+        List<OpResult> results = BackgroundRequests.awaitWithin(
                 MultiRead.read(
                         queue.context, reading.stream().map(queue.layout::item).toList()),
                 deadline,
@@ -317,10 +321,10 @@ final class QueueConsumer<T> {
             cache.gone(name); // taken by another consumer
         } else if (onClaim && code == Code.NONODE) {
             cache.putBack(name); // no claims parent yet
-            Requests.awaitFully(queue.ensureLayout(), queue.layout.claims());
+            BackgroundRequests.awaitFully(queue.ensureLayout(), queue.layout.claims());
         } else {
             cache.putBack(name);
-            throw Requests.failure("taking", queue.layout.item(name), code);
+            throw BackgroundRequests.failure("taking", queue.layout.item(name), code);
         }
     }
 
@@ -333,7 +337,7 @@ final class QueueConsumer<T> {
         NameCache cache = queue.items.names();
         cache.watch(name);
         String claimPath = queue.layout.claim(name);
-        Requests.call(
+        BackgroundRequests.call(
                         queue.context,
                         claimPath,
                         cb -> queue.context
@@ -343,7 +347,7 @@ final class QueueConsumer<T> {
                                 .inBackground(cb)
                                 .forPath(claimPath))
                 .whenComplete((event, error) -> {
-                    if (error != null || Requests.code(event) != Code.OK) {
+                    if (error != null || BackgroundRequests.code(event) != Code.OK) {
                         queue.items.claimGone(name); // gone already, or unknown: the next attempt finds out
                     }
                 });
@@ -351,8 +355,8 @@ final class QueueConsumer<T> {
 
     /** The session that owns a claim node, or 0 if it is gone. */
     private long ownerOf(String claimPath) {
-        CuratorEvent event = Requests.awaitFully(
-                Requests.call(
+        CuratorEvent event = BackgroundRequests.awaitFully(
+                BackgroundRequests.call(
                         queue.context,
                         claimPath,
                         cb -> queue.context
@@ -361,13 +365,13 @@ final class QueueConsumer<T> {
                                 .inBackground(cb)
                                 .forPath(claimPath)),
                 claimPath);
-        return Requests.code(event) == Code.OK ? event.getStat().getEphemeralOwner() : 0;
+        return BackgroundRequests.code(event) == Code.OK ? event.getStat().getEphemeralOwner() : 0;
     }
 
     /** Reads the children for a consumer; false if the deadline passed first. */
     private boolean read(Deadline deadline) throws InterruptedException {
         try {
-            Requests.await(queue.items.readCurrent(), deadline, queue.layout.items());
+            BackgroundRequests.await(queue.items.readCurrent(), deadline, queue.layout.items());
             return true;
         } catch (TimeoutException e) {
             return false;
@@ -389,6 +393,6 @@ final class QueueConsumer<T> {
         if (code == Code.NONODE) {
             return null;
         }
-        throw Requests.failure("reading", path, code);
+        throw BackgroundRequests.failure("reading", path, code);
     }
 }

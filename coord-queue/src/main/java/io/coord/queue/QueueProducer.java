@@ -1,10 +1,13 @@
 package io.coord.queue;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.internal.BackgroundRequests;
+import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.Observations;
 import io.coord.core.internal.Observer.QueueOperation;
 import io.coord.core.internal.ResultCodes;
+import io.coord.core.internal.TransactionOps;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -173,7 +176,7 @@ final class QueueProducer {
         }
         String items = queue.layout.items();
         if (first) {
-            Requests.awaitFully(batch.turn, items); // the sender before hands over, and the batch is closed
+            BackgroundRequests.awaitFully(batch.turn, items); // the sender before hands over, and the batch is closed
             try {
                 batch.landed.complete(sendCombined(batch.stored));
             } catch (RuntimeException | Error e) {
@@ -196,7 +199,7 @@ final class QueueProducer {
                 }
             }
         }
-        return Requests.awaitFully(batch.landed, items);
+        return BackgroundRequests.awaitFully(batch.landed, items);
     }
 
     private boolean sendCombined(List<byte[]> stored) {
@@ -231,7 +234,7 @@ final class QueueProducer {
         if (outcome.failedOp() >= 0 && outcome.code() == Code.NONODE) {
             await(queue.ensureLayout(), deadline); // no items parent: nothing was written
         } else if (outcome.failedOp() >= 0) {
-            throw Requests.failure("writing to", queue.layout.items(), outcome.code());
+            throw BackgroundRequests.failure("writing to", queue.layout.items(), outcome.code());
         }
         return false;
     }
@@ -269,6 +272,6 @@ final class QueueProducer {
 
     /** Waits under the deadline when the caller may wait, and fully (restoring the flag) when it may not. */
     private <V> V await(CompletableFuture<V> answer, Deadline deadline) throws InterruptedException, TimeoutException {
-        return Requests.awaitWithin(answer, deadline, queue.layout.items());
+        return BackgroundRequests.awaitWithin(answer, deadline, queue.layout.items());
     }
 }

@@ -1,6 +1,7 @@
 package io.coord.queue;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.internal.BackgroundRequests;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -60,7 +61,7 @@ final class SessionMarker {
     private String create(long owner) {
         for (int attempt = 0; attempt < 3; attempt++) {
             String marker = queue.layout.newSessionMarker();
-            CuratorEvent event = Requests.finish(
+            CuratorEvent event = BackgroundRequests.finish(
                     queue.context,
                     owner,
                     marker,
@@ -70,7 +71,7 @@ final class SessionMarker {
                             .withMode(CreateMode.EPHEMERAL)
                             .inBackground(cb)
                             .forPath(marker, new byte[0]));
-            Code code = Requests.code(event);
+            Code code = BackgroundRequests.code(event);
             if (queue.context.sessionId() != owner) {
                 return null; // the node, if any, belongs to a newer session: useless as proof of this one
             }
@@ -78,10 +79,10 @@ final class SessionMarker {
                 return marker; // NodeExists: a replay of our own create, since the name is ours alone
             }
             if (code == Code.NONODE) {
-                Requests.awaitFully(queue.ensureLayout(), queue.layout.sessions());
+                BackgroundRequests.awaitFully(queue.ensureLayout(), queue.layout.sessions());
                 continue;
             }
-            throw Requests.failure("creating", marker, code);
+            throw BackgroundRequests.failure("creating", marker, code);
         }
         throw new CoordinationException("could not create a session marker under " + queue.layout.sessions());
     }

@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
 import io.coord.core.internal.SingleFlight;
@@ -100,7 +101,7 @@ final class SharedQueue {
 
     private CompletableFuture<Void> ensure(String parent) {
         CuratorFramework client = context.client();
-        return Requests.call(
+        return BackgroundRequests.call(
                         context,
                         parent,
                         cb -> client.create()
@@ -108,25 +109,27 @@ final class SharedQueue {
                                 .inBackground(cb)
                                 .forPath(parent))
                 .thenAccept(event -> {
-                    Code code = Requests.code(event);
+                    Code code = BackgroundRequests.code(event);
                     if (code != Code.OK && code != Code.NODEEXISTS) {
-                        throw Requests.failure("creating", parent, code);
+                        throw BackgroundRequests.failure("creating", parent, code);
                     }
                 });
     }
 
     private CompletableFuture<Stat> readCount() {
-        return Requests.call(
+        return BackgroundRequests.call(
                         context,
                         layout.items(),
                         cb -> context.client().checkExists().inBackground(cb).forPath(layout.items()))
-                .thenApply(event -> switch (Requests.code(event)) {
+                .thenApply(event -> switch (BackgroundRequests.code(event)) {
                     case OK -> {
                         counted(event.getStat());
                         yield event.getStat();
                     }
                     case NONODE -> null;
-                    default -> throw Requests.failure("reading the size of", layout.items(), Requests.code(event));
+                    default ->
+                        throw BackgroundRequests.failure(
+                                "reading the size of", layout.items(), BackgroundRequests.code(event));
                 });
     }
 }

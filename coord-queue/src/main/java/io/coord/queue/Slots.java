@@ -1,8 +1,10 @@
 package io.coord.queue;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.ResultCodes;
+import io.coord.core.internal.TransactionOps;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -110,14 +112,14 @@ final class Slots {
         List<CuratorOp> all = new ArrayList<>(ops.size() + 1);
         all.add(TransactionOps.setData(client, slot.path, slot.version, EMPTY));
         all.addAll(ops);
-        CuratorEvent reply = Requests.awaitFully(
-                Requests.call(
+        CuratorEvent reply = BackgroundRequests.awaitFully(
+                BackgroundRequests.call(
                         queue.context,
                         what,
                         cb -> client.transaction().inBackground(cb).forOperations(all)),
                 what);
-        Code code = Requests.code(reply);
-        int failed = Requests.failedOp(reply);
+        Code code = BackgroundRequests.code(reply);
+        int failed = BackgroundRequests.failedOp(reply);
         if (code == Code.OK) {
             giveBackMoved(slot);
             return Outcome.landed(reply);
@@ -136,7 +138,7 @@ final class Slots {
         }
         if (!ResultCodes.isInDoubt(code)) {
             idle.add(slot);
-            throw Requests.failure("writing to", what, code);
+            throw BackgroundRequests.failure("writing to", what, code);
         }
         return settle(slot, what);
     }
@@ -171,9 +173,9 @@ final class Slots {
     Outcome settle(Slot slot, String what) {
         CuratorFramework client = queue.context.client();
         while (true) {
-            Requests.awaitFully(queue.context.connected(), what); // fails if the client is closed meanwhile
-            CuratorEvent reply = Requests.awaitFully(
-                    Requests.call(
+            BackgroundRequests.awaitFully(queue.context.connected(), what); // fails if the client is closed meanwhile
+            CuratorEvent reply = BackgroundRequests.awaitFully(
+                    BackgroundRequests.call(
                             queue.context,
                             slot.path,
                             cb -> client.setData()
@@ -181,7 +183,7 @@ final class Slots {
                                     .inBackground(cb)
                                     .forPath(slot.path, EMPTY)),
                     slot.path);
-            Code code = Requests.code(reply);
+            Code code = BackgroundRequests.code(reply);
             if (code == Code.OK) {
                 giveBackMoved(slot);
                 return Outcome.failed(-1, Code.CONNECTIONLOSS); // it can never land now
@@ -196,7 +198,7 @@ final class Slots {
                         + slot.path + " was deleted by something other than the queue");
             }
             if (!ResultCodes.isInDoubt(code)) {
-                throw Requests.failure("settling a write with", slot.path, code);
+                throw BackgroundRequests.failure("settling a write with", slot.path, code);
             }
         }
     }
@@ -204,7 +206,7 @@ final class Slots {
     private Slot create(Deadline deadline) throws InterruptedException, TimeoutException {
         Slot slot = new Slot(queue.layout.newSlot());
         for (int attempt = 0; attempt < 3; attempt++) {
-            CompletableFuture<CuratorEvent> answer = Requests.call(
+            CompletableFuture<CuratorEvent> answer = BackgroundRequests.call(
                     queue.context,
                     slot.path,
                     cb -> queue.context
@@ -215,9 +217,9 @@ final class Slots {
                             .forPath(slot.path, EMPTY));
             Code code;
             try {
-                code = Requests.code(Requests.awaitWithin(answer, deadline, slot.path));
+                code = BackgroundRequests.code(BackgroundRequests.awaitWithin(answer, deadline, slot.path));
             } catch (TimeoutException | InterruptedException e) {
-                answer.thenAccept(late -> adopt(slot, Requests.code(late)));
+                answer.thenAccept(late -> adopt(slot, BackgroundRequests.code(late)));
                 throw e;
             }
             if (code == Code.OK || code == Code.NODEEXISTS) {
@@ -226,12 +228,12 @@ final class Slots {
                 return slot;
             }
             if (code == Code.NONODE) {
-                Requests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.slots());
+                BackgroundRequests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.slots());
             } else if (ResultCodes.isInDoubt(code)) {
                 // It may have landed: the same name again tells, once connected.
-                Requests.awaitWithin(queue.context.connected(), deadline, slot.path);
+                BackgroundRequests.awaitWithin(queue.context.connected(), deadline, slot.path);
             } else {
-                throw Requests.failure("creating", slot.path, code);
+                throw BackgroundRequests.failure("creating", slot.path, code);
             }
         }
         throw new CoordinationException("could not create a write slot under " + queue.layout.slots());

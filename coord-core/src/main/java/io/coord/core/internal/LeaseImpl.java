@@ -1,6 +1,5 @@
 package io.coord.core.internal;
 
-import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import java.util.List;
@@ -84,11 +83,7 @@ final class LeaseImpl implements Lease {
 
     @Override
     public CuratorOp fencedCheck() {
-        try {
-            return context.client().transactionOp().check().forPath(path());
-        } catch (Exception e) {
-            throw new CoordinationException("cannot build a check operation for " + path(), e);
-        }
+        return TransactionOps.check(context.client(), path());
     }
 
     @Override

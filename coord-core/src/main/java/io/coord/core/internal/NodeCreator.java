@@ -61,10 +61,7 @@ final class NodeCreator {
             throws Exception {
         CuratorOp[] ops = new CuratorOp[count];
         for (int i = 0; i < count; i++) {
-            ops[i] = client.transactionOp()
-                    .create()
-                    .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
-                    .forPath(ZKPaths.makePath(path, name), data);
+            ops[i] = TransactionOps.create(client, ZKPaths.makePath(path, name), CreateMode.EPHEMERAL_SEQUENTIAL, data);
         }
         client.transaction()
                 .inBackground((c, event) -> {

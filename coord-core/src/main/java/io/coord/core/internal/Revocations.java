@@ -134,7 +134,7 @@ final class Revocations {
             } else {
                 List<CuratorOp> deletes = new ArrayList<>(lease.size());
                 for (SequenceNode node : lease) {
-                    deletes.add(client.transactionOp().delete().forPath(node(path, node)));
+                    deletes.add(TransactionOps.delete(client, node(path, node)));
                 }
                 client.transaction().forOperations(deletes);
             }

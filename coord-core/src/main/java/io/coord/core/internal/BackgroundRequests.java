@@ -1,9 +1,6 @@
-package io.coord.queue;
+package io.coord.core.internal;
 
 import io.coord.core.CoordinationException;
-import io.coord.core.internal.ClientContext;
-import io.coord.core.internal.Deadline;
-import io.coord.core.internal.ResultCodes;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -15,19 +12,21 @@ import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.KeeperException.Code;
 
 /**
- * How the queue talks to ZooKeeper: requests sent in the background with their answers as futures, waits on those
- * futures, resending until the outcome is known, and failures named after the path.
+ * Requests sent in the background with their answers as futures, waits on those futures, resending until the
+ * outcome is known, and failures named after the path: how a caller that must be able to give up (at a deadline, on
+ * an interrupt) talks to ZooKeeper without abandoning a write it already sent.
  *
  * <p>Every request goes out in the background and its answer comes back as a future, so that a waiting thread can be
  * interrupted, or give up at its deadline, without abandoning a write it already sent. Curator retries each request
  * on connection loss under the client's retry policy; the callbacks only complete futures, so ZooKeeper's event
  * thread never blocks.
  */
-final class Requests {
-    private Requests() {}
+public final class BackgroundRequests {
+    private BackgroundRequests() {}
 
+    /** Sends one request, answering {@code callback}. */
     @FunctionalInterface
-    interface Call {
+    public interface Call {
         void send(BackgroundCallback callback) throws Exception;
     }
 
@@ -35,7 +34,7 @@ final class Requests {
      * Sends a request on {@code path}. Closing the client fails the answer at once (see {@link ClientContext#track}),
      * with the client's closed error naming the path, rather than leave its caller waiting.
      */
-    static CompletableFuture<CuratorEvent> call(ClientContext context, String path, Call call) {
+    public static CompletableFuture<CuratorEvent> call(ClientContext context, String path, Call call) {
         CompletableFuture<CuratorEvent> answer = new CompletableFuture<>();
         CompletableFuture<CuratorEvent> tracked = context.track(new CompletableFuture<>());
         tracked.whenComplete((event, error) -> {
@@ -56,12 +55,12 @@ final class Requests {
         return answer;
     }
 
-    static Code code(CuratorEvent event) {
+    public static Code code(CuratorEvent event) {
         return Code.get(event.getResultCode());
     }
 
     /** The index of the operation that failed a transaction, or -1 if the server did not say. */
-    static int failedOp(CuratorEvent event) {
+    public static int failedOp(CuratorEvent event) {
         List<CuratorTransactionResult> results = event.getOpResults();
         if (results == null) {
             return -1;
@@ -80,7 +79,7 @@ final class Requests {
      *
      * @throws TimeoutException if the deadline passed first; the request goes on without a waiter
      */
-    static <T> T await(CompletableFuture<T> answer, Deadline deadline, String path)
+    public static <T> T await(CompletableFuture<T> answer, Deadline deadline, String path)
             throws InterruptedException, TimeoutException {
         try {
             return deadline.await(answer);
@@ -93,7 +92,7 @@ final class Requests {
      * Waits under the deadline when it allows waiting. {@link Deadline#now()} is the untimed calls ({@code offer},
      * {@code poll}): they never wait for room or for items, but do wait for the answer, as long as it takes.
      */
-    static <T> T awaitWithin(CompletableFuture<T> answer, Deadline deadline, String path)
+    public static <T> T awaitWithin(CompletableFuture<T> answer, Deadline deadline, String path)
             throws InterruptedException, TimeoutException {
         return deadline.allowsWaiting() ? await(answer, deadline, path) : awaitFully(answer, path);
     }
@@ -102,7 +101,7 @@ final class Requests {
      * Waits for an answer whatever interrupts arrive, then restores the interrupt flag. Used once a write is on the
      * wire, or where the caller cannot be interrupted, so that no outcome is ever abandoned half-known.
      */
-    static <T> T awaitFully(CompletableFuture<T> answer, String path) {
+    public static <T> T awaitFully(CompletableFuture<T> answer, String path) {
         boolean interrupted = false;
         try {
             while (true) {
@@ -126,7 +125,7 @@ final class Requests {
      * connection and sends again, as long as the session that made the request lives. Only requests whose replay is
      * recognisable (see the callers) go through here. Returns the in-doubt answer if the session changed.
      */
-    static CuratorEvent finish(ClientContext context, long session, String path, Call call) {
+    public static CuratorEvent finish(ClientContext context, long session, String path, Call call) {
         while (true) {
             CuratorEvent event = awaitFully(call(context, path, call), path);
             if (!ResultCodes.isInDoubt(code(event)) || context.sessionId() != session) {
@@ -136,11 +135,11 @@ final class Requests {
         }
     }
 
-    static CoordinationException failure(String action, String path, Code code) {
+    public static CoordinationException failure(String action, String path, Code code) {
         return new CoordinationException(action + " " + path + " failed: " + code, KeeperException.create(code, path));
     }
 
-    static CoordinationException failure(String action, String path, Throwable cause) {
+    public static CoordinationException failure(String action, String path, Throwable cause) {
         if (cause instanceof CoordinationException ce) {
             return ce; // the client was closed (ClientContext.closedError), or a failure already named
         }

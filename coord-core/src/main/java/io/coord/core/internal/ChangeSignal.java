@@ -1,6 +1,5 @@
-package io.coord.queue;
+package io.coord.core.internal;
 
-import io.coord.core.internal.Deadline;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
@@ -11,19 +10,21 @@ import java.util.concurrent.atomic.AtomicReference;
  * did not let them proceed. A change that lands between the look and the wait has already completed the snapshot,
  * so no wake-up is ever lost. Firing is cheap and never blocks, so watchers on ZooKeeper's event thread may do it.
  */
-final class ChangeSignal {
+public final class ChangeSignal {
     private final AtomicReference<CompletableFuture<Void>> current = new AtomicReference<>(new CompletableFuture<>());
 
-    CompletableFuture<Void> snapshot() {
+    /** The signal's current round: it completes at the next {@link #fire}. */
+    public CompletableFuture<Void> snapshot() {
         return current.get();
     }
 
-    void fire() {
+    /** Completes the current round and starts the next. */
+    public void fire() {
         current.getAndSet(new CompletableFuture<>()).complete(null);
     }
 
     /** Waits until {@code seen} fires or the deadline passes; false on timeout. */
-    static boolean await(CompletableFuture<Void> seen, Deadline deadline) throws InterruptedException {
+    public static boolean await(CompletableFuture<Void> seen, Deadline deadline) throws InterruptedException {
         try {
             deadline.await(seen);
             return true;

@@ -1,4 +1,4 @@
-package io.coord.queue;
+package io.coord.core.internal;
 
 import io.coord.core.CoordinationException;
 import org.apache.curator.framework.CuratorFramework;
@@ -6,7 +6,7 @@ import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.zookeeper.CreateMode;
 
 /** Builds the operations of a multi-op transaction. Building one does no I/O; Curator declares {@code Exception} only for bad paths. */
-final class TransactionOps {
+public final class TransactionOps {
     private TransactionOps() {}
 
     @FunctionalInterface
@@ -14,19 +14,19 @@ final class TransactionOps {
         CuratorOp build() throws Exception;
     }
 
-    static CuratorOp create(CuratorFramework client, String path, CreateMode mode, byte[] data) {
+    public static CuratorOp create(CuratorFramework client, String path, CreateMode mode, byte[] data) {
         return op(path, () -> client.transactionOp().create().withMode(mode).forPath(path, data));
     }
 
-    static CuratorOp check(CuratorFramework client, String path) {
+    public static CuratorOp check(CuratorFramework client, String path) {
         return op(path, () -> client.transactionOp().check().forPath(path));
     }
 
-    static CuratorOp delete(CuratorFramework client, String path) {
+    public static CuratorOp delete(CuratorFramework client, String path) {
         return op(path, () -> client.transactionOp().delete().forPath(path));
     }
 
-    static CuratorOp setData(CuratorFramework client, String path, int version, byte[] data) {
+    public static CuratorOp setData(CuratorFramework client, String path, int version, byte[] data) {
         return op(
                 path,
                 () -> client.transactionOp().setData().withVersion(version).forPath(path, data));
