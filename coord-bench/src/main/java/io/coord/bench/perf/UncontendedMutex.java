@@ -3,12 +3,21 @@ package io.coord.bench.perf;
 import io.coord.bench.Safety;
 import io.coord.mutex.ReentrantMutex;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
 
 /**
- * Scenario 1: one session takes and returns a free mutex, back to back. coord sends its create and getChildren
- * together and so waits one round trip where InterProcessMutex waits two; both then delete.
+ * Scenario 1: one session takes and returns a free mutex, back to back. With its view primed coord sends a create to
+ * enter and a delete to leave, and does not wait for the delete; InterProcessMutex waits for a create, a getChildren
+ * and a delete in a row.
+ *
+ * <p>A third line measures the floor, no lock at all: the two writes every ZooKeeper lock needs, issued as coord
+ * issues them (the delete of the last node sent, then the next create awaited), on the same session. It says how much
+ * of a cycle is coord's own work and how much is the ensemble's commit of two writes, which no client can go below.
  */
 final class UncontendedMutex implements Scenario {
     private static final int WARM_UP = 30;
@@ -48,20 +57,55 @@ final class UncontendedMutex implements Scenario {
                 curatorLock.release();
             }
         };
-        // Unmeasured: creates the parents and lets the JIT see both code paths before the clock runs.
+        String floorNode = ctx.path("s1", "floor") + "/n-";
+        AtomicReference<String> lastNode = new AtomicReference<>();
+        Load.Op floorOp = () -> {
+            String previous = lastNode.getAndSet(null);
+            if (previous != null) {
+                client.delete().inBackground().forPath(previous);
+            }
+            lastNode.set(createAndWait(client, floorNode));
+        };
+        // Unmeasured: creates the parents and lets the JIT see every code path before the clock runs.
         Sample discard = new Sample("warm-up");
         Load.sequential(ctx, discard, coordOp, WARM_UP);
         Load.sequential(ctx, discard, curatorOp, WARM_UP);
+        Load.sequential(ctx, discard, floorOp, WARM_UP);
 
         Sample coord = new Sample("coord ReentrantMutex");
         Sample curator = new Sample("Curator InterProcessMutex");
+        Sample floor = new Sample("floor: create + pipelined delete, no lock");
         // Short windows, many turns: drift hits both sides alike. --quick keeps it short.
         int rounds = ctx.plan().quick() ? ctx.plan().rounds() : ctx.plan().rounds() * 2;
         for (int round = 1; round <= rounds; round++) {
             ctx.progress("1 uncontended mutex: round " + round + "/" + rounds);
             Load.sequential(ctx, coord, coordOp, ctx.plan().uncontendedOps());
             Load.sequential(ctx, curator, curatorOp, ctx.plan().uncontendedOps());
+            Load.sequential(ctx, floor, floorOp, ctx.plan().uncontendedOps());
         }
-        return List.of(new Row(id(), title(), "1 session", coord.figures(), List.of(curator.figures())));
+        String last = lastNode.getAndSet(null);
+        if (last != null) {
+            client.delete().forPath(last);
+        }
+        return List.of(
+                new Row(id(), title(), "1 session", coord.figures(), List.of(curator.figures(), floor.figures())));
+    }
+
+    /** Creates an EPHEMERAL_SEQUENTIAL node in the background and waits for the reply, as coord's acquire does. */
+    private static String createAndWait(CuratorFramework client, String prefix) throws Exception {
+        CompletableFuture<String> created = new CompletableFuture<>();
+        client.create()
+                .creatingParentContainersIfNeeded()
+                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                .inBackground((c, event) -> {
+                    KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+                    if (rc == KeeperException.Code.OK) {
+                        created.complete(event.getName());
+                    } else {
+                        created.completeExceptionally(KeeperException.create(rc, prefix));
+                    }
+                })
+                .forPath(prefix);
+        return created.get();
     }
 }
