@@ -29,7 +29,9 @@ import org.apache.zookeeper.data.Stat;
  *
  * <p>Items are PERSISTENT_SEQUENTIAL znodes under {@code <path>/items} and come out in sequence order. Each item goes
  * to exactly one of {@code poll}, {@code take}, {@code drainTo} or an acknowledged {@code claim}. A claimed item is
- * invisible to every other consumer until it is acknowledged, closed, or its claimer's session dies. The znode layout
+ * invisible to every other consumer until it is acknowledged, closed, or its claimer's session dies; a consumer on
+ * another client sees it back in its place once that client hears of the release (ZooKeeper orders what one client
+ * sees, not what two clients see), and until then may take the items after it. The znode layout
  * and the request protocol are described in the classes {@code Layout}, {@code Slots}, {@code QueueConsumer},
  * {@code QueueProducer} and {@code ItemCodec}.
  *

@@ -76,11 +76,16 @@ final class ItemsWatch {
     }
 
     /**
-     * A read that reflects every change seen so far: the one in flight if it was sent after the last change, else
-     * the next. Waiters woken by one change share one read.
+     * A read that reflects every change seen so far: none if one that answered already does (a waiter that saw a
+     * change before that read answered must not send another), the one in flight if it was sent after the last
+     * change, else the next. Waiters woken by one change share one read.
      */
-    CompletableFuture<Boolean> readCurrent() {
-        return reads.sentSince(changes.get());
+    CompletableFuture<Void> readCurrent() {
+        long stamp = changes.get();
+        if (listedThrough.get() >= stamp) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return reads.sentSince(stamp).thenAccept(exists -> {});
     }
 
     /** Counts the caller as waiting; the returned future completes once the watch is on the server. */
