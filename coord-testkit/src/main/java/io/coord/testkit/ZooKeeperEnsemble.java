@@ -1,0 +1,443 @@
+package io.coord.testkit;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.test.InstanceSpec;
+import org.apache.curator.test.TestingCluster;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.client.FourLetterWordMain;
+import org.apache.zookeeper.data.Stat;
+
+/**
+ * An embedded ZooKeeper ensemble for tests: real servers in this JVM, clients with short sessions that the
+ * ensemble closes for you, the faults a service must survive, and leak checks read from the servers' own counters.
+ *
+ * <p>{@link ZooKeeperTest} starts one per test class; {@link #builder()} starts one by hand (close it when done).
+ * Every fault is the real thing, not a mock: {@link #expireSession} ends the session on the servers, {@link
+ * EmbeddedServer#kill()} stops a server, and a {@link ZooKeeperProxy} between a client and a server cuts, slows or
+ * loses its traffic.
+ */
+public final class ZooKeeperEnsemble implements AutoCloseable {
+    /** The session timeout of the clients an ensemble hands out unless told otherwise. */
+    public static final Duration DEFAULT_SESSION_TIMEOUT = Duration.ofSeconds(4);
+
+    // ZooKeeper grants sessions of 2 to 20 ticks; a 1 s tick allows 2 s to 20 s and notices a dead peer quickly.
+    private static final int TICK_MS = 1_000;
+    private static final Duration MIN_SESSION = Duration.ofMillis(2L * TICK_MS);
+    private static final Duration MAX_SESSION = Duration.ofMillis(20L * TICK_MS);
+    private static final Duration SERVER_READY = Duration.ofSeconds(60);
+    private static final Duration CONNECT_WAIT = Duration.ofSeconds(15);
+    private static final Duration POLL = Duration.ofMillis(50);
+    private static final int FOUR_LETTER_TIMEOUT_MS = 5_000;
+    private static final Pattern WATCH_COUNT = Pattern.compile("zk_watch_count\\s+(\\d+)");
+
+    private final TestingCluster cluster;
+    private final List<EmbeddedServer> servers;
+    private final Duration sessionTimeout;
+    private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
+    private final List<ZooKeeperProxy> proxies = new CopyOnWriteArrayList<>();
+
+    private ZooKeeperEnsemble(TestingCluster cluster, List<InstanceSpec> specs, Duration sessionTimeout) {
+        this.cluster = cluster;
+        List<EmbeddedServer> list = new ArrayList<>();
+        for (InstanceSpec spec : specs) {
+            list.add(new EmbeddedServer(this, spec));
+        }
+        this.servers = List.copyOf(list);
+        this.sessionTimeout = sessionTimeout;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Starts {@code servers} servers with the default session timeout and waits until every one serves clients. */
+    public static ZooKeeperEnsemble start(int servers) throws Exception {
+        return builder().servers(servers).start();
+    }
+
+    /** Settings of an ensemble, checked before anything starts. */
+    public static final class Builder {
+        private int servers = 1;
+        private Duration sessionTimeout = DEFAULT_SESSION_TIMEOUT;
+
+        private Builder() {}
+
+        /** How many servers: 1 is a standalone server, 3 or more a quorum. */
+        public Builder servers(int count) {
+            if (count < 1) {
+                throw new IllegalArgumentException("servers must be at least 1, was " + count);
+            }
+            this.servers = count;
+            return this;
+        }
+
+        /** The session timeout of the clients the ensemble hands out: between 2 s and 20 s (2 to 20 ticks). */
+        public Builder sessionTimeout(Duration timeout) {
+            if (timeout == null) {
+                throw new NullPointerException("sessionTimeout");
+            }
+            if (timeout.compareTo(MIN_SESSION) < 0 || timeout.compareTo(MAX_SESSION) > 0) {
+                throw new IllegalArgumentException("sessionTimeout must be between " + MIN_SESSION.toSeconds()
+                        + " s and " + MAX_SESSION.toSeconds() + " s, the sessions the servers grant, was " + timeout);
+            }
+            this.sessionTimeout = timeout;
+            return this;
+        }
+
+        /** Starts the servers and waits until every one serves clients. */
+        public ZooKeeperEnsemble start() throws Exception {
+            // The leak checks and the tests' diagnostics read the servers' four-letter words.
+            if (System.getProperty("zookeeper.4lw.commands.whitelist") == null) {
+                System.setProperty("zookeeper.4lw.commands.whitelist", "*");
+            }
+            List<InstanceSpec> specs = new ArrayList<>();
+            for (int id = 1; id <= servers; id++) {
+                // maxClientCnxns 0 lifts the per-address limit: every client of a test comes from loopback.
+                specs.add(new InstanceSpec(null, -1, -1, -1, true, id, TICK_MS, 0));
+            }
+            TestingCluster cluster = new TestingCluster(specs);
+            ZooKeeperEnsemble ensemble = new ZooKeeperEnsemble(cluster, specs, sessionTimeout);
+            try {
+                cluster.start();
+                for (EmbeddedServer server : ensemble.servers) {
+                    ensemble.awaitServing(server);
+                }
+            } catch (Exception | Error e) {
+                ensemble.close();
+                throw e;
+            }
+            return ensemble;
+        }
+    }
+
+    /** Every server, running or killed, in id order. */
+    public List<EmbeddedServer> servers() {
+        return servers;
+    }
+
+    /** The connect string of every server, killed ones included: clients move between them on their own. */
+    public String connectString() {
+        return cluster.getConnectString();
+    }
+
+    public Duration sessionTimeout() {
+        return sessionTimeout;
+    }
+
+    /** A started, connected client of the whole ensemble, closed after the test (or by {@link #reset()}). */
+    public CuratorFramework newClient() throws InterruptedException {
+        return connect(unstartedClient(builder -> {}));
+    }
+
+    /** Like {@link #newClient()}, of the servers in {@code connectString} only, such as a proxy's. */
+    public CuratorFramework newClient(String connectString) throws InterruptedException {
+        return connect(unstartedClient(builder -> builder.connectString(connectString)));
+    }
+
+    /** Like {@link #newClient()}, with the ensemble's settings changed by {@code custom}. */
+    public CuratorFramework newClient(Consumer<CuratorFrameworkFactory.Builder> custom) throws InterruptedException {
+        return connect(unstartedClient(custom));
+    }
+
+    /**
+     * An unstarted client with the ensemble's settings changed by {@code custom}, closed after the test: for a
+     * client that needs something done before it starts, such as a tracer. {@link #connect} starts it.
+     */
+    public CuratorFramework unstartedClient(Consumer<CuratorFrameworkFactory.Builder> custom) {
+        CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
+                .connectString(connectString())
+                .sessionTimeoutMs((int) sessionTimeout.toMillis())
+                .connectionTimeoutMs(2_000)
+                .retryPolicy(new RetryNTimes(20, 100))
+                // The tracker keeps a config watch that would hide leaked ones, and could bypass a proxy.
+                .ensembleTracker(false);
+        custom.accept(builder);
+        CuratorFramework client = builder.build();
+        clients.add(client);
+        return client;
+    }
+
+    /** Starts {@code client} if it is not started and waits until it is connected. */
+    public CuratorFramework connect(CuratorFramework client) throws InterruptedException {
+        if (client.getState() == org.apache.curator.framework.imps.CuratorFrameworkState.LATENT) {
+            client.start();
+        }
+        if (!client.blockUntilConnected((int) CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            throw new IllegalStateException("client could not connect to "
+                    + client.getZookeeperClient().getCurrentConnectionString() + " within " + CONNECT_WAIT);
+        }
+        return client;
+    }
+
+    /**
+     * Expires the client's session on the servers, as a long partition would: its ephemeral nodes are deleted and
+     * the other clients hear of it, then the client itself learns that its session expired. Returns the session's id.
+     */
+    public long expireSession(CuratorFramework client) throws Exception {
+        ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+        long sessionId = zk.getSessionId();
+        CountDownLatch connected = new CountDownLatch(1);
+        Watcher watcher = event -> {
+            if (event.getState() == Watcher.Event.KeeperState.SyncConnected) {
+                connected.countDown();
+            }
+        };
+        // A second handle on the same session takes it over; closing that handle ends the session for good.
+        ZooKeeper twin = new ZooKeeper(
+                connectString(), (int) sessionTimeout.toMillis(), watcher, sessionId, zk.getSessionPasswd());
+        try {
+            if (!connected.await(CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                throw new IllegalStateException("could not take over session 0x" + Long.toHexString(sessionId));
+            }
+        } finally {
+            twin.close();
+        }
+        return sessionId;
+    }
+
+    /** The server {@code client} is connected to directly (not through a proxy). */
+    public EmbeddedServer serverOf(CuratorFramework client) throws Exception {
+        InstanceSpec spec =
+                cluster.findConnectionInstance(client.getZookeeperClient().getZooKeeper());
+        for (EmbeddedServer server : servers) {
+            if (server.spec().equals(spec)) {
+                return server;
+            }
+        }
+        throw new IllegalStateException(
+                "the client is not connected straight to a server of this ensemble (through a proxy, or not at all)");
+    }
+
+    /** Kills the server {@code client} is connected to, and returns it so that the test can restart it. */
+    public EmbeddedServer killServerOf(CuratorFramework client) throws Exception {
+        EmbeddedServer server = serverOf(client);
+        server.kill();
+        return server;
+    }
+
+    /** A proxy in front of {@code server}, closed after the test: connect clients to its connect string. */
+    public ZooKeeperProxy proxy(EmbeddedServer server) throws IOException {
+        ZooKeeperProxy proxy = ZooKeeperProxy.start(server.socketAddress());
+        proxies.add(proxy);
+        return proxy;
+    }
+
+    /** The watches held by the running servers, summed: data, child and persistent watches. */
+    public int watchCount() {
+        int total = 0;
+        for (EmbeddedServer server : running()) {
+            String reply = fourLetterWord(server, "mntr");
+            Matcher m = WATCH_COUNT.matcher(reply);
+            if (!m.find()) {
+                throw new IllegalStateException("no zk_watch_count in the mntr reply of " + server + ": " + reply);
+            }
+            total += Integer.parseInt(m.group(1));
+        }
+        return total;
+    }
+
+    /** For each watched path at or under {@code path}, how many watches the running servers hold on it. */
+    public Map<String, Integer> watchesUnder(String path) {
+        Map<String, Integer> watches = new LinkedHashMap<>();
+        for (EmbeddedServer server : running()) {
+            String watchedPath = null;
+            for (String line : fourLetterWord(server, "wchp").split("\n")) {
+                if (line.startsWith("/")) {
+                    watchedPath = isAtOrUnder(line.trim(), path) ? line.trim() : null;
+                } else if (watchedPath != null && line.trim().startsWith("0x")) {
+                    watches.merge(watchedPath, 1, Integer::sum);
+                }
+            }
+        }
+        return watches;
+    }
+
+    /** Waits until {@code path} has no children (or does not exist), or fails listing what is left and who owns it. */
+    public void assertNoZnodesUnder(String path) throws Exception {
+        ZooKeeper reader = reader();
+        try {
+            List<String> left = awaitEmpty(() -> describeChildren(reader, path));
+            if (!left.isEmpty()) {
+                throw new AssertionError("znodes left under " + path + ": " + left);
+            }
+        } finally {
+            reader.close();
+        }
+    }
+
+    /** Waits until the servers hold no watch at or under {@code path}, or fails listing the watched paths. */
+    public void assertNoWatchesUnder(String path) {
+        List<String> left = awaitEmpty(() -> watchesUnder(path).entrySet().stream()
+                .map(e -> e.getKey() + " (" + e.getValue() + ")")
+                .toList());
+        if (!left.isEmpty()) {
+            throw new AssertionError("watches left under " + path + ": " + left);
+        }
+    }
+
+    /** {@link #assertNoZnodesUnder} and {@link #assertNoWatchesUnder} both. */
+    public void assertNoLeaksUnder(String path) throws Exception {
+        assertNoZnodesUnder(path);
+        assertNoWatchesUnder(path);
+    }
+
+    /** Closes the test's clients and proxies and restarts its killed servers: the state a test starts from. */
+    public void reset() {
+        clients.forEach(CuratorFramework::close);
+        clients.clear();
+        proxies.forEach(ZooKeeperProxy::close);
+        proxies.clear();
+        for (EmbeddedServer server : servers) {
+            if (!server.isRunning()) {
+                server.restart();
+            }
+        }
+    }
+
+    /** Closes every client and proxy and stops the servers, deleting their data. */
+    @Override
+    public void close() throws IOException {
+        clients.forEach(CuratorFramework::close);
+        clients.clear();
+        proxies.forEach(ZooKeeperProxy::close);
+        proxies.clear();
+        cluster.close();
+    }
+
+    void kill(InstanceSpec spec) {
+        try {
+            if (!cluster.killServer(spec)) {
+                throw new IllegalStateException("no running server " + spec.getServerId());
+            }
+        } catch (IllegalStateException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException("could not kill server " + spec.getServerId() + ": " + e, e);
+        }
+    }
+
+    void restart(InstanceSpec spec) {
+        try {
+            if (!cluster.restartServer(spec)) {
+                throw new IllegalStateException("no server " + spec.getServerId());
+            }
+        } catch (IllegalStateException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException("could not restart server " + spec.getServerId() + ": " + e, e);
+        }
+        for (EmbeddedServer server : servers) {
+            if (server.spec().equals(spec)) {
+                awaitServing(server);
+            }
+        }
+    }
+
+    private List<EmbeddedServer> running() {
+        return servers.stream().filter(EmbeddedServer::isRunning).toList();
+    }
+
+    private void awaitServing(EmbeddedServer server) {
+        // srvr names the server's mode only once it serves requests: standalone, or in a quorum.
+        long deadline = System.nanoTime() + SERVER_READY.toNanos();
+        while (true) {
+            try {
+                if (fourLetterWord(server, "srvr").contains("Mode: ")) {
+                    return;
+                }
+            } catch (IllegalStateException e) {
+                // Not listening yet.
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException(server + " does not serve clients after " + SERVER_READY);
+            }
+            LockSupport.parkNanos(POLL.toNanos());
+        }
+    }
+
+    private static String fourLetterWord(EmbeddedServer server, String word) {
+        try {
+            return FourLetterWordMain.send4LetterWord(
+                    server.host(), server.port(), word, false, FOUR_LETTER_TIMEOUT_MS);
+        } catch (Exception e) {
+            throw new IllegalStateException(word + " to " + server + " failed: " + e, e);
+        }
+    }
+
+    private static boolean isAtOrUnder(String candidate, String path) {
+        return path.equals("/") || candidate.equals(path) || candidate.startsWith(path + "/");
+    }
+
+    private ZooKeeper reader() throws Exception {
+        CountDownLatch connected = new CountDownLatch(1);
+        ZooKeeper reader = new ZooKeeper(connectString(), (int) sessionTimeout.toMillis(), event -> {
+            if (event.getState() == Watcher.Event.KeeperState.SyncConnected) {
+                connected.countDown();
+            }
+        });
+        if (!connected.await(CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            reader.close();
+            throw new IllegalStateException("could not connect to " + connectString());
+        }
+        return reader;
+    }
+
+    private static List<String> describeChildren(ZooKeeper reader, String path) throws Exception {
+        List<String> children;
+        try {
+            children = reader.getChildren(path, false);
+        } catch (org.apache.zookeeper.KeeperException.NoNodeException e) {
+            return List.of();
+        }
+        List<String> described = new ArrayList<>();
+        for (String child : children) {
+            Stat stat = reader.exists(path.equals("/") ? "/" + child : path + "/" + child, false);
+            if (stat != null) {
+                described.add(child
+                        + (stat.getEphemeralOwner() == 0
+                                ? " (persistent)"
+                                : " (ephemeral of session 0x" + Long.toHexString(stat.getEphemeralOwner()) + ")"));
+            }
+        }
+        return described;
+    }
+
+    /** What is left, polled until it is empty or twice a session timeout has passed, time for expiries to land. */
+    private List<String> awaitEmpty(Check check) {
+        long deadline = System.nanoTime()
+                + sessionTimeout.multipliedBy(2).plusSeconds(5).toNanos();
+        while (true) {
+            List<String> left;
+            try {
+                left = check.left();
+            } catch (Exception e) {
+                throw new IllegalStateException("leak check failed: " + e, e);
+            }
+            if (left.isEmpty() || System.nanoTime() - deadline > 0) {
+                return left;
+            }
+            LockSupport.parkNanos(POLL.toNanos());
+        }
+    }
+
+    @FunctionalInterface
+    private interface Check {
+        List<String> left() throws Exception;
+    }
+}

@@ -1,0 +1,107 @@
+package io.coord.testkit;
+
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.time.Duration;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionConfigurationException;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.ParameterContext;
+import org.junit.jupiter.api.extension.ParameterResolver;
+import org.junit.jupiter.api.extension.TestInstancePostProcessor;
+import org.junit.platform.commons.support.AnnotationSupport;
+
+/**
+ * The extension behind {@link ZooKeeperTest}. The ensemble lives in the store of the annotated class's context, so
+ * JUnit closes it when that class is done; nested classes share their enclosing class's ensemble.
+ */
+public final class ZooKeeperExtension
+        implements BeforeAllCallback, TestInstancePostProcessor, ParameterResolver, AfterEachCallback {
+    private static final ExtensionContext.Namespace NAMESPACE =
+            ExtensionContext.Namespace.create(ZooKeeperExtension.class);
+    private static final String ENSEMBLE = "ensemble";
+
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
+        ZooKeeperEnsemble ensemble = ensemble(context);
+        injectFields(context.getRequiredTestClass(), null, ensemble);
+    }
+
+    @Override
+    public void postProcessTestInstance(Object testInstance, ExtensionContext context) throws Exception {
+        injectFields(testInstance.getClass(), testInstance, ensemble(context));
+    }
+
+    @Override
+    public boolean supportsParameter(ParameterContext parameterContext, ExtensionContext extensionContext) {
+        return parameterContext.getParameter().getType() == ZooKeeperEnsemble.class;
+    }
+
+    @Override
+    public Object resolveParameter(ParameterContext parameterContext, ExtensionContext extensionContext) {
+        return ensemble(extensionContext);
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) throws Exception {
+        ensemble(context).reset();
+    }
+
+    private static ZooKeeperEnsemble ensemble(ExtensionContext context) {
+        ExtensionContext.Store store = context.getStore(NAMESPACE);
+        ZooKeeperEnsemble existing = store.get(ENSEMBLE, ZooKeeperEnsemble.class);
+        if (existing != null) {
+            return existing;
+        }
+        ExtensionContext owner = annotatedClassContext(context);
+        // An AutoCloseable in a store is closed when its context ends: here, after the annotated class's last test.
+        return owner.getStore(NAMESPACE).getOrComputeIfAbsent(ENSEMBLE, key -> start(owner), ZooKeeperEnsemble.class);
+    }
+
+    private static ExtensionContext annotatedClassContext(ExtensionContext context) {
+        for (ExtensionContext c = context; c != null; c = c.getParent().orElse(null)) {
+            if (c.getTestClass().isPresent()
+                    && c.getTestMethod().isEmpty()
+                    && AnnotationSupport.isAnnotated(c.getTestClass().get(), ZooKeeperTest.class)) {
+                return c;
+            }
+        }
+        throw new ExtensionConfigurationException(
+                "ZooKeeperExtension needs @ZooKeeperTest on the test class or an enclosing class");
+    }
+
+    private static ZooKeeperEnsemble start(ExtensionContext owner) {
+        ZooKeeperTest settings = AnnotationSupport.findAnnotation(owner.getRequiredTestClass(), ZooKeeperTest.class)
+                .orElseThrow();
+        try {
+            return ZooKeeperEnsemble.builder()
+                    .servers(settings.servers())
+                    .sessionTimeout(Duration.ofMillis(settings.sessionTimeoutMillis()))
+                    .start();
+        } catch (IllegalArgumentException e) {
+            throw new ExtensionConfigurationException(
+                    "@ZooKeeperTest on " + owner.getRequiredTestClass().getName() + ": " + e.getMessage(), e);
+        } catch (Exception e) {
+            throw new IllegalStateException("could not start the embedded ZooKeeper ensemble: " + e, e);
+        }
+    }
+
+    private static void injectFields(Class<?> type, Object instance, ZooKeeperEnsemble ensemble)
+            throws IllegalAccessException {
+        for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
+            for (Field field : c.getDeclaredFields()) {
+                if (field.getType() != ZooKeeperEnsemble.class
+                        || Modifier.isStatic(field.getModifiers()) != (instance == null)) {
+                    continue;
+                }
+                if (Modifier.isFinal(field.getModifiers())) {
+                    throw new ExtensionConfigurationException("cannot inject the ensemble into final field "
+                            + c.getSimpleName() + "." + field.getName() + ": make it non-final");
+                }
+                field.setAccessible(true);
+                field.set(instance, ensemble);
+            }
+        }
+    }
+}

@@ -1,0 +1,283 @@
+package io.coord.testkit;
+
+import java.io.BufferedInputStream;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A TCP proxy on loopback in front of one ZooKeeper server, for the network faults a service must survive: it can
+ * delay traffic, cut connections, turn new ones away for a while, and lose the server's replies. Connect a client to
+ * {@link #connectString()} instead of the server.
+ *
+ * <p>Each direction of each connection is a reader thread and a writer thread joined by a bounded queue, so a delay
+ * holds every chunk for half the round trip without buffering without limit. The server's side is read packet by
+ * packet (ZooKeeper frames each one with its length), so that a fault can pick the reply to a request.
+ */
+public final class ZooKeeperProxy implements AutoCloseable {
+    private static final int CHUNK_BYTES = 64 * 1024;
+    private static final int CHUNKS_IN_FLIGHT = 256;
+    // Packets to the client whose header carries a negative xid are not replies: notifications, pings, auth.
+    private static final int FIRST_REPLY_XID = 1;
+    private static final byte[] END = new byte[0];
+
+    private record Chunk(byte[] bytes, long dueNanos) {}
+
+    private final InetSocketAddress target;
+    private final ServerSocket listener;
+    private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
+    private final AtomicLong repliesLost = new AtomicLong();
+    private final AtomicBoolean dropNextReply = new AtomicBoolean();
+    private volatile long oneWayNanos;
+    private volatile boolean losingReplies;
+    private volatile long refusingUntilNanos;
+    private volatile boolean refusing;
+    private volatile boolean closed;
+
+    private ZooKeeperProxy(InetSocketAddress target, ServerSocket listener) {
+        this.target = target;
+        this.listener = listener;
+        this.refusingUntilNanos = System.nanoTime();
+    }
+
+    /** Listens on an ephemeral loopback port and relays to {@code target}. */
+    public static ZooKeeperProxy start(InetSocketAddress target) throws IOException {
+        ServerSocket listener = new ServerSocket(0, 128, InetAddress.getLoopbackAddress());
+        ZooKeeperProxy proxy = new ZooKeeperProxy(target, listener);
+        daemon("zk-proxy-accept-" + listener.getLocalPort(), proxy::acceptLoop).start();
+        return proxy;
+    }
+
+    /** Where clients connect, as {@code host:port}. */
+    public String connectString() {
+        return listener.getInetAddress().getHostAddress() + ":" + listener.getLocalPort();
+    }
+
+    /** The server behind the proxy. */
+    public InetSocketAddress target() {
+        return target;
+    }
+
+    /**
+     * Adds {@code rtt} to every round trip from now on, half on the way to the server and half on the way back, as a
+     * network would; {@link Duration#ZERO} takes the delay away.
+     */
+    public ZooKeeperProxy delay(Duration rtt) {
+        if (rtt.isNegative()) {
+            throw new IllegalArgumentException("rtt must not be negative, was " + rtt);
+        }
+        oneWayNanos = rtt.toNanos() / 2;
+        return this;
+    }
+
+    /** Closes every open connection, as a network failure would. The client reconnects at once if it can. */
+    public void cutConnections() {
+        sockets.forEach(ZooKeeperProxy::closeQuietly);
+        sockets.clear();
+    }
+
+    /** While on, new connections are closed as soon as they are accepted. */
+    public void refuseConnections(boolean on) {
+        refusing = on;
+    }
+
+    /**
+     * Cuts the client off for {@code period}: open connections are closed, and new ones are turned away until the
+     * period ends. Its session survives if the period is shorter than the session timeout, and expires otherwise.
+     */
+    public void cutOff(Duration period) {
+        if (period.isNegative()) {
+            throw new IllegalArgumentException("period must not be negative, was " + period);
+        }
+        refusingUntilNanos = System.nanoTime() + period.toNanos();
+        cutConnections();
+    }
+
+    /** While on, whatever the server sends is dropped; the client's requests still get through. */
+    public void loseReplies(boolean on) {
+        losingReplies = on;
+    }
+
+    /**
+     * Loses the server's reply to the next request, then cuts the connection: the request took effect, but the client
+     * cannot know, and a client that retries sends it again (a retried create meets the node it created itself).
+     */
+    public void dropNextReply() {
+        dropNextReply.set(true);
+    }
+
+    /** How many of the server's packets were lost so far. */
+    public long repliesLost() {
+        return repliesLost.get();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        closeQuietly(listener);
+        cutConnections();
+    }
+
+    private boolean turnsAway() {
+        return refusing || System.nanoTime() - refusingUntilNanos < 0;
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            Socket client;
+            try {
+                client = listener.accept();
+            } catch (IOException e) {
+                return; // the listener was closed
+            }
+            if (turnsAway()) {
+                closeQuietly(client);
+                continue;
+            }
+            Socket server = new Socket();
+            try {
+                // No Nagle on either leg: it would add its own delay to ZooKeeper's small packets.
+                client.setTcpNoDelay(true);
+                server.setTcpNoDelay(true);
+                server.connect(target, 5_000);
+            } catch (IOException e) {
+                // The server is down: refuse the client the way the server itself would.
+                closeQuietly(client);
+                closeQuietly(server);
+                continue;
+            }
+            sockets.add(client);
+            sockets.add(server);
+            if (closed) {
+                cutConnections();
+                return;
+            }
+            BlockingQueue<Chunk> up = new ArrayBlockingQueue<>(CHUNKS_IN_FLIGHT);
+            BlockingQueue<Chunk> down = new ArrayBlockingQueue<>(CHUNKS_IN_FLIGHT);
+            String name = "zk-proxy-" + client.getPort();
+            daemon(name + "-up-read", () -> readRequests(client, server, up)).start();
+            daemon(name + "-up-write", () -> write(client, server, up)).start();
+            daemon(name + "-down-read", () -> readReplies(server, client, down)).start();
+            daemon(name + "-down-write", () -> write(server, client, down)).start();
+        }
+    }
+
+    private void readRequests(Socket from, Socket to, BlockingQueue<Chunk> queue) {
+        byte[] buffer = new byte[CHUNK_BYTES];
+        try {
+            InputStream in = from.getInputStream();
+            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                queue.put(new Chunk(Arrays.copyOf(buffer, n), System.nanoTime() + oneWayNanos));
+            }
+        } catch (IOException e) {
+            end(from, to);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            end(from, to);
+        } finally {
+            // Wakes a writer parked on an empty queue; a full queue means the writer is busy and finds out itself.
+            queue.offer(new Chunk(END, System.nanoTime() + oneWayNanos));
+        }
+    }
+
+    private void readReplies(Socket from, Socket to, BlockingQueue<Chunk> queue) {
+        try {
+            DataInputStream in = new DataInputStream(new BufferedInputStream(from.getInputStream(), CHUNK_BYTES));
+            boolean connectReply = true; // the first packet answers the handshake and has no header
+            while (true) {
+                int length = in.readInt();
+                byte[] packet = new byte[4 + length];
+                ByteBuffer.wrap(packet).putInt(length);
+                in.readFully(packet, 4, length);
+                boolean reply = !connectReply
+                        && length >= 4
+                        && ByteBuffer.wrap(packet, 4, 4).getInt() >= FIRST_REPLY_XID;
+                connectReply = false;
+                if (losingReplies) {
+                    repliesLost.incrementAndGet();
+                } else if (reply && dropNextReply.compareAndSet(true, false)) {
+                    repliesLost.incrementAndGet();
+                    end(from, to);
+                    return;
+                } else {
+                    queue.put(new Chunk(packet, System.nanoTime() + oneWayNanos));
+                }
+            }
+        } catch (IOException e) {
+            end(from, to);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            end(from, to);
+        } finally {
+            queue.offer(new Chunk(END, System.nanoTime() + oneWayNanos));
+        }
+    }
+
+    private void write(Socket from, Socket to, BlockingQueue<Chunk> queue) {
+        try {
+            OutputStream out = to.getOutputStream();
+            while (true) {
+                Chunk chunk = queue.take();
+                // The delay is what this proxy is for, so a timed park is the event being waited for.
+                long wait;
+                while ((wait = chunk.dueNanos() - System.nanoTime()) > 0) {
+                    LockSupport.parkNanos(wait);
+                }
+                if (chunk.bytes() == END) {
+                    // ZooKeeper never half-closes a connection: an end in one direction, passed on after the same
+                    // delay as the data before it, ends both.
+                    end(from, to);
+                    return;
+                }
+                out.write(chunk.bytes());
+                out.flush();
+            }
+        } catch (IOException e) {
+            end(from, to);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            end(from, to);
+        }
+    }
+
+    private void end(Socket a, Socket b) {
+        closeQuietly(a);
+        closeQuietly(b);
+        sockets.remove(a);
+        sockets.remove(b);
+    }
+
+    private static Thread daemon(String name, Runnable body) {
+        Thread t = new Thread(body, name);
+        t.setDaemon(true);
+        return t;
+    }
+
+    private static void closeQuietly(AutoCloseable closeable) {
+        try {
+            closeable.close();
+        } catch (Exception e) {
+            // Already closed or broken: either way it is gone.
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "proxy " + connectString() + " -> " + target.getHostString() + ":" + target.getPort();
+    }
+}

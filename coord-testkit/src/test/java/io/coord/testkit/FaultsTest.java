@@ -1,0 +1,150 @@
+package io.coord.testkit;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.RetryOneTime;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.junit.jupiter.api.Test;
+
+@ZooKeeperTest(servers = 3)
+class FaultsTest {
+    static ZooKeeperEnsemble zk;
+
+    @Test
+    void expiringASessionDeletesItsEphemeralNodesAndTellsTheClient() throws Exception {
+        CuratorFramework client = zk.newClient();
+        List<ConnectionState> states = recordStates(client);
+        client.create().withMode(CreateMode.EPHEMERAL).forPath("/expiring");
+        long before = client.getZookeeperClient().getZooKeeper().getSessionId();
+
+        assertEquals(before, zk.expireSession(client));
+
+        CuratorFramework observer = zk.newClient();
+        await().until(() -> observer.checkExists().forPath("/expiring") == null);
+        await().until(() -> states.contains(ConnectionState.LOST) && states.contains(ConnectionState.RECONNECTED));
+        assertNotEquals(before, client.getZookeeperClient().getZooKeeper().getSessionId());
+    }
+
+    @Test
+    void aClientMovesOnWhenItsServerIsKilledAndTheServerComesBackWithItsData() throws Exception {
+        CuratorFramework client = zk.newClient();
+        List<ConnectionState> states = recordStates(client);
+        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+        client.create().forPath("/survives", "x".getBytes());
+
+        EmbeddedServer killed = zk.killServerOf(client);
+        assertEquals(false, killed.isRunning());
+        await().until(() -> states.contains(ConnectionState.RECONNECTED));
+        assertEquals("x", new String(client.getData().forPath("/survives")));
+        assertEquals(session, client.getZookeeperClient().getZooKeeper().getSessionId());
+        assertNotEquals(killed, zk.serverOf(client));
+
+        killed.restart();
+        CuratorFramework direct = zk.newClient(killed.address());
+        assertEquals("x", new String(direct.getData().forPath("/survives")));
+        direct.delete().forPath("/survives");
+    }
+
+    @Test
+    void killingOrRestartingTwiceIsAClearError() {
+        EmbeddedServer server = zk.servers().get(2);
+        server.kill();
+        IllegalStateException killed = assertThrows(IllegalStateException.class, server::kill);
+        assertEquals("server 3 (" + server.address() + ") is not running", killed.getMessage());
+        server.restart();
+        IllegalStateException running = assertThrows(IllegalStateException.class, server::restart);
+        assertEquals("server 3 (" + server.address() + ") is already running", running.getMessage());
+    }
+
+    @Test
+    void aClientCutOffForLessThanItsSessionKeepsItsSession() throws Exception {
+        ZooKeeperProxy proxy = zk.proxy(zk.servers().get(0));
+        CuratorFramework client = zk.newClient(proxy.connectString());
+        List<ConnectionState> states = recordStates(client);
+        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+        client.create().withMode(CreateMode.EPHEMERAL).forPath("/cut-off");
+
+        proxy.cutOff(Duration.ofSeconds(1));
+
+        await().until(() -> states.contains(ConnectionState.SUSPENDED));
+        await().until(() -> states.contains(ConnectionState.RECONNECTED));
+        assertEquals(session, client.getZookeeperClient().getZooKeeper().getSessionId());
+        assertTrue(!states.contains(ConnectionState.LOST), states.toString());
+        client.delete().forPath("/cut-off");
+    }
+
+    @Test
+    void aDelayedProxyAddsItsRoundTripToEveryRequest() throws Exception {
+        ZooKeeperProxy proxy = zk.proxy(zk.servers().get(1));
+        CuratorFramework client = zk.newClient(proxy.connectString());
+        Duration rtt = Duration.ofMillis(100);
+        proxy.delay(rtt);
+
+        long start = System.nanoTime();
+        client.checkExists().forPath("/");
+        client.checkExists().forPath("/");
+        // A lower bound only: the proxy can hold a request back, never hurry it.
+        assertTrue(System.nanoTime() - start >= rtt.multipliedBy(2).toNanos());
+
+        assertThrows(IllegalArgumentException.class, () -> proxy.delay(Duration.ofMillis(-1)));
+    }
+
+    @Test
+    void aLostReplyMakesARetriedCreateMeetItsOwnNode() throws Exception {
+        ZooKeeperProxy proxy = zk.proxy(zk.servers().get(0));
+        CuratorFramework client =
+                zk.newClient(b -> b.connectString(proxy.connectString()).retryPolicy(new RetryOneTime(100)));
+
+        proxy.dropNextReply();
+
+        // The create lands, its reply is lost with the connection, and Curator's retry finds the node.
+        assertThrows(
+                KeeperException.NodeExistsException.class, () -> client.create().forPath("/replayed"));
+        assertEquals(1, proxy.repliesLost());
+        client.delete().forPath("/replayed");
+        assertNull(client.checkExists().forPath("/replayed"));
+    }
+
+    @Test
+    void badSettingsAreRefusedBeforeAnythingStarts() {
+        IllegalArgumentException servers = assertThrows(
+                IllegalArgumentException.class,
+                () -> ZooKeeperEnsemble.builder().servers(0));
+        assertEquals("servers must be at least 1, was 0", servers.getMessage());
+        IllegalArgumentException session = assertThrows(
+                IllegalArgumentException.class,
+                () -> ZooKeeperEnsemble.builder().sessionTimeout(Duration.ofSeconds(30)));
+        assertEquals(
+                "sessionTimeout must be between 2 s and 20 s, the sessions the servers grant, was PT30S",
+                session.getMessage());
+        assertThrows(
+                NullPointerException.class, () -> ZooKeeperEnsemble.builder().sessionTimeout(null));
+    }
+
+    @Test
+    void serverOfAProxiedClientIsAClearError() throws Exception {
+        ZooKeeperProxy proxy = zk.proxy(zk.servers().get(0));
+        CuratorFramework client = zk.newClient(proxy.connectString());
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> zk.serverOf(client));
+        assertEquals(
+                "the client is not connected straight to a server of this ensemble (through a proxy, or not at all)",
+                e.getMessage());
+    }
+
+    private static List<ConnectionState> recordStates(CuratorFramework client) {
+        List<ConnectionState> states = new CopyOnWriteArrayList<>();
+        client.getConnectionStateListenable().addListener((c, state) -> states.add(state));
+        return states;
+    }
+}
