@@ -1,5 +1,8 @@
 package io.coord.bench;
 
+import io.coord.testkit.EmbeddedServer;
+import io.coord.testkit.ZooKeeperEnsemble;
+import io.coord.testkit.ZooKeeperProxy;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -11,29 +14,25 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.RetryNTimes;
-import org.apache.curator.test.InstanceSpec;
-import org.apache.curator.test.TestingCluster;
 
 /**
- * The ZooKeeper ensemble a run talks to: an embedded 3-node {@link TestingCluster}, or an existing one given with
- * {@code --connect}, optionally behind one {@link DelayProxy} per server. It hands out started clients and closes
+ * The ZooKeeper ensemble a run talks to: coord-testkit's embedded 3-node {@link ZooKeeperEnsemble}, or an existing
+ * one given with {@code --connect}, optionally behind one delaying {@link ZooKeeperProxy} per server. It hands out started clients and closes
  * them, the proxies and the cluster at the end.
  */
 public final class Ensemble implements AutoCloseable {
     /** Short, so that a killed server's sessions expire within a demo's patience, yet long enough for a busy 2-core box. */
     public static final Duration SESSION_TIMEOUT = Duration.ofSeconds(5);
 
-    // A 1 s tick lets the servers grant a 5 s session (they allow 2 to 20 ticks) and notice a dead peer quickly.
-    private static final int TICK_MS = 1_000;
     private static final Duration CONNECT_WAIT = Duration.ofSeconds(30);
     private static final String FORCE_SYNC = "zookeeper.forceSync";
 
-    private final TestingCluster cluster; // null with --connect
+    private final ZooKeeperEnsemble cluster; // null with --connect
     private final List<InetSocketAddress> servers;
-    private final List<DelayProxy> proxies;
+    private final List<ZooKeeperProxy> proxies;
     private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
 
-    private Ensemble(TestingCluster cluster, List<InetSocketAddress> servers, List<DelayProxy> proxies) {
+    private Ensemble(ZooKeeperEnsemble cluster, List<InetSocketAddress> servers, List<ZooKeeperProxy> proxies) {
         this.cluster = cluster;
         this.servers = List.copyOf(servers);
         this.proxies = List.copyOf(proxies);
@@ -42,7 +41,7 @@ public final class Ensemble implements AutoCloseable {
     /** Starts the embedded ensemble, or uses {@code connect}; with {@code rtt}, puts a delaying proxy in front. */
     public static Ensemble start(Optional<List<String>> connect, Optional<Duration> rtt, Progress progress)
             throws Exception {
-        TestingCluster cluster = null;
+        ZooKeeperEnsemble cluster = null;
         List<InetSocketAddress> servers = new ArrayList<>();
         if (connect.isPresent()) {
             for (String hostPort : connect.get()) {
@@ -53,15 +52,15 @@ public final class Ensemble implements AutoCloseable {
         } else {
             progress.step("starting an embedded 3-node ZooKeeper ensemble");
             cluster = startCluster();
-            for (InstanceSpec spec : cluster.getInstances()) {
-                servers.add(InetSocketAddress.createUnresolved(spec.getHostname(), spec.getPort()));
+            for (EmbeddedServer server : cluster.servers()) {
+                servers.add(InetSocketAddress.createUnresolved(server.host(), server.port()));
             }
         }
-        List<DelayProxy> proxies = new ArrayList<>();
+        List<ZooKeeperProxy> proxies = new ArrayList<>();
         if (rtt.isPresent()) {
             for (InetSocketAddress server : servers) {
-                proxies.add(
-                        DelayProxy.start(new InetSocketAddress(server.getHostString(), server.getPort()), rtt.get()));
+                proxies.add(ZooKeeperProxy.start(new InetSocketAddress(server.getHostString(), server.getPort()))
+                        .delay(rtt.get()));
             }
             progress.step(
                     "client traffic goes through a proxy adding " + rtt.get().toNanos() / 1_000 + "us per round trip");
@@ -77,20 +76,16 @@ public final class Ensemble implements AutoCloseable {
         return ensemble;
     }
 
-    private static TestingCluster startCluster() throws Exception {
+    private static ZooKeeperEnsemble startCluster() throws Exception {
         // The embedded servers' data is thrown away, and on a VM disk every fsync adds 1 to 60 ms of noise that would
         // drown what the bench compares: the clients' protocols. -Dzookeeper.forceSync=yes keeps it.
         if (System.getProperty(FORCE_SYNC) == null) {
             System.setProperty(FORCE_SYNC, "no");
         }
-        List<InstanceSpec> specs = new ArrayList<>();
-        for (int id = 1; id <= 3; id++) {
-            // maxClientCnxns 0 lifts the per-address limit: every client of this program comes from loopback.
-            specs.add(new InstanceSpec(null, -1, -1, -1, true, id, TICK_MS, 0));
-        }
-        TestingCluster cluster = new TestingCluster(specs);
-        cluster.start();
-        return cluster;
+        return ZooKeeperEnsemble.builder()
+                .servers(3)
+                .sessionTimeout(SESSION_TIMEOUT)
+                .start();
     }
 
     public boolean isEmbedded() {
@@ -115,7 +110,7 @@ public final class Ensemble implements AutoCloseable {
                     proxies.isEmpty()
                             ? servers.get(i).getHostString() + ":"
                                     + servers.get(i).getPort()
-                            : proxies.get(i).address());
+                            : proxies.get(i).connectString());
         }
         return addresses;
     }
@@ -152,12 +147,8 @@ public final class Ensemble implements AutoCloseable {
         if (cluster == null) {
             throw new IllegalStateException("only an embedded ensemble can have a server killed");
         }
-        InstanceSpec spec =
-                cluster.findConnectionInstance(client.getZookeeperClient().getZooKeeper());
-        if (spec == null || !cluster.killServer(spec)) {
-            throw new IllegalStateException("cannot find the running server of " + client);
-        }
-        return "server " + spec.getServerId() + " (port " + spec.getPort() + ")";
+        EmbeddedServer server = cluster.killServerOf(client);
+        return "server " + server.id() + " (port " + server.port() + ")";
     }
 
     /**
@@ -188,7 +179,7 @@ public final class Ensemble implements AutoCloseable {
     @Override
     public void close() throws IOException {
         closeClients();
-        proxies.forEach(DelayProxy::close);
+        proxies.forEach(ZooKeeperProxy::close);
         if (cluster != null) {
             cluster.close();
         }

@@ -1,13 +1,9 @@
 package io.coord.testkit;
 
-import static org.awaitility.Awaitility.await;
-
 import io.coord.core.internal.ClientContext;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -17,8 +13,6 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.retry.RetryNTimes;
-import org.apache.curator.test.TestingServer;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.FourLetterWordMain;
@@ -28,9 +22,10 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * An embedded ZooKeeper for tests, with short sessions, clients that are closed for you, real session expiry, and
- * leak checks. One per test class, as a JUnit extension: the server starts before the class's first test, each
- * test's clients are closed after it, and the server stops after the last.
+ * coord's own tests' embedded ZooKeeper: a one-server {@link ZooKeeperEnsemble} from coord-testkit, plus what only
+ * coord's tests need (the engine mode of the clients, a request counter, view linger). One per test class, as a JUnit
+ * extension: the server starts before the class's first test, each test's clients are closed after it, and the
+ * server stops after the last.
  *
  * <pre>{@code
  * @RegisterExtension
@@ -38,7 +33,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * }</pre>
  */
 public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
-    public static final Duration SESSION_TIMEOUT = Duration.ofSeconds(4);
+    public static final Duration SESSION_TIMEOUT = ZooKeeperEnsemble.DEFAULT_SESSION_TIMEOUT;
     // mntr's zk_watch_count is data plus child watches; wchs would count data watches only.
     private static final Pattern WATCH_COUNT = Pattern.compile("zk_watch_count\\s+(\\d+)");
     private static final AtomicInteger PATHS = new AtomicInteger();
@@ -46,16 +41,14 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
     /** How long a test client's unused view keeps its watch: short, so that leak checks need not wait long. */
     public static final Duration VIEW_LINGER = Duration.ofMillis(200);
 
-    private TestingServer server;
-    private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
-    private volatile boolean stopped;
+    private ZooKeeperEnsemble ensemble;
     private volatile EngineMode mode = EngineMode.VIEW;
 
     @Override
     public void beforeAll(ExtensionContext context) throws Exception {
         // Read by every client coord meets from now on, namespace facades included.
         System.setProperty("coord.view.linger", VIEW_LINGER.toString());
-        server = new TestingServer(true);
+        ensemble = ZooKeeperEnsemble.start(1);
     }
 
     /** Makes the clients this fixture creates from now on, and clients coord meets first, use {@code engine}. */
@@ -87,8 +80,13 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
         close();
     }
 
+    /** The ensemble underneath, for the faults and checks this fixture does not wrap. */
+    public ZooKeeperEnsemble ensemble() {
+        return ensemble;
+    }
+
     public String connectString() {
-        return server.getConnectString();
+        return ensemble.connectString();
     }
 
     /** A fresh path per call, so tests in one class never share znodes. */
@@ -106,11 +104,7 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
         if (counter != null) {
             client.getZookeeperClient().setTracerDriver(counter);
         }
-        client.start();
-        if (!client.blockUntilConnected(10, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("could not connect to " + connectString());
-        }
-        return client;
+        return ensemble.connect(client);
     }
 
     public CuratorFramework unstartedClient() {
@@ -119,28 +113,15 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
 
     /** An unstarted client with this fixture's settings, changed by {@code custom}; closed after the test. */
     public CuratorFramework unstartedClient(Consumer<CuratorFrameworkFactory.Builder> custom) {
-        CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
-                .connectString(connectString())
-                .sessionTimeoutMs((int) SESSION_TIMEOUT.toMillis())
-                .connectionTimeoutMs(2_000)
-                .retryPolicy(new RetryNTimes(20, 100))
-                .ensembleTracker(false); // it keeps a config watch that would hide leaked ones
-        custom.accept(builder);
-        CuratorFramework client = builder.build();
+        CuratorFramework client = ensemble.unstartedClient(custom);
         mode.apply(client);
-        clients.add(client);
         return client;
     }
 
     /** A started, connected client with this fixture's settings, changed by {@code custom}. */
     public CuratorFramework newCustomClient(Consumer<CuratorFrameworkFactory.Builder> custom)
             throws InterruptedException {
-        CuratorFramework client = unstartedClient(custom);
-        client.start();
-        if (!client.blockUntilConnected(10, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("could not connect to " + connectString());
-        }
-        return client;
+        return ensemble.connect(unstartedClient(custom));
     }
 
     /**
@@ -171,42 +152,24 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
 
     /** Expires the client's session on the server, as a long partition would: its ephemeral nodes are deleted. */
     public void expireSession(CuratorFramework client) throws Exception {
-        ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
-        CountDownLatch connected = new CountDownLatch(1);
-        Watcher watcher = e -> {
-            if (e.getState() == Watcher.Event.KeeperState.SyncConnected) {
-                connected.countDown();
-            }
-        };
-        // A second handle on the same session takes it over; closing that handle ends the session for good.
-        ZooKeeper twin = new ZooKeeper(
-                connectString(), (int) SESSION_TIMEOUT.toMillis(), watcher, zk.getSessionId(), zk.getSessionPasswd());
-        try {
-            if (!connected.await(10, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("could not take over session " + zk.getSessionId());
-            }
-        } finally {
-            twin.close();
-        }
+        ensemble.expireSession(client);
     }
 
     /** Stops the server; {@link #restartServer()} brings it back with its data and sessions. */
-    public void stopServer() throws IOException {
-        stopped = true;
-        server.stop();
+    public void stopServer() {
+        ensemble.servers().get(0).kill();
     }
 
-    public void restartServer() throws Exception {
-        server.restart();
-        stopped = false;
+    public void restartServer() {
+        ensemble.servers().get(0).restart();
     }
 
     /** The server's count of data and child watches held by all sessions. */
-    public int watchCount() throws IOException {
-        return watchCount(connectString());
+    public int watchCount() {
+        return ensemble.watchCount();
     }
 
-    /** The count of watches that the servers of {@code connectString} hold, summed. */
+    /** The count of watches that the servers of {@code connectString}, which need not be embedded, hold, summed. */
     public static int watchCount(String connectString) throws IOException {
         int total = 0;
         for (String hostPort : connectString.split(",")) {
@@ -228,45 +191,24 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
         return total;
     }
 
-    /** The server's {@code wchp} report: every watched path and the sessions watching it. */
+    /** Every watched path and how many sessions watch it, for failure messages. */
     public String watchesByPath() {
-        try {
-            return FourLetterWordMain.send4LetterWord("127.0.0.1", server.getPort(), "wchp");
-        } catch (Exception e) {
-            return "(wchp failed: " + e + ")";
-        }
+        return ensemble.watchesUnder("/").toString();
     }
 
     /** Waits until {@code path} has no children and the server holds no watches. */
     public void assertNoLeaks(String path) throws Exception {
-        // A client of its own, so that the check never shows up in a test's request counts.
-        CuratorFramework reader = newClient();
-        CuratorFramework r = reader;
-        await("no znodes left under " + path)
-                .atMost(Duration.ofSeconds(15))
-                .until(() -> r.checkExists().forPath(path) == null
-                        || r.getChildren().forPath(path).isEmpty());
-        try {
-            await("no watches left on the server")
-                    .atMost(Duration.ofSeconds(15))
-                    .until(() -> watchCount() == 0);
-        } catch (org.awaitility.core.ConditionTimeoutException e) {
-            throw new AssertionError("watches left on the server, by path: " + watchesByPath(), e);
-        }
+        ensemble.assertNoZnodesUnder(path);
+        ensemble.assertNoWatchesUnder("/");
     }
 
     /** Closes the test's clients, and brings the server back if the test left it stopped. */
-    public void closeClients() throws Exception {
-        clients.forEach(CuratorFramework::close);
-        clients.clear();
-        if (stopped) {
-            restartServer();
-        }
+    public void closeClients() {
+        ensemble.reset();
     }
 
     public void close() throws Exception {
-        closeClients();
-        server.close();
+        ensemble.close();
         System.clearProperty("coord.view");
     }
 }

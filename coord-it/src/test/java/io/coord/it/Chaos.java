@@ -2,6 +2,7 @@ package io.coord.it;
 
 import static org.awaitility.Awaitility.await;
 
+import io.coord.testkit.EmbeddedServer;
 import java.time.Duration;
 import java.util.List;
 import java.util.Random;
@@ -10,7 +11,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.InstanceSpec;
 
 /**
  * Faults at random, one at a time, until stopped: it kills a server and restarts it (never two down, so the quorum
@@ -81,15 +81,15 @@ final class Chaos implements Runnable {
     }
 
     private void killAndRestartServer() throws Exception {
-        InstanceSpec spec =
-                cluster.instances().get(random.nextInt(cluster.instances().size()));
-        timeline.add("chaos: kill server " + spec.getServerId() + " at " + ClusterFixture.address(spec));
-        cluster.killServer(spec);
+        EmbeddedServer server =
+                cluster.servers().get(random.nextInt(cluster.servers().size()));
+        timeline.add("chaos: kill server " + server.id() + " at " + server.address());
+        server.kill();
         kills.incrementAndGet();
         pause(500, 2_500); // restarted even when stopped meanwhile: a run never ends with a server down
-        timeline.add("chaos: restart server " + spec.getServerId());
-        cluster.restartServer(spec);
-        timeline.add("chaos: server " + spec.getServerId() + " serves again");
+        timeline.add("chaos: restart server " + server.id());
+        server.restart();
+        timeline.add("chaos: server " + server.id() + " serves again");
     }
 
     private void expireOnServers(int index) throws Exception {

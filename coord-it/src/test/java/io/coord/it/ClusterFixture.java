@@ -3,23 +3,15 @@ package io.coord.it;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.coord.testkit.EmbeddedServer;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.ZooKeeperEnsemble;
 import io.coord.testkit.ZooKeeperFixture;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.retry.RetryNTimes;
-import org.apache.curator.test.InstanceSpec;
-import org.apache.curator.test.TestingCluster;
-import org.apache.zookeeper.Watcher;
-import org.apache.zookeeper.ZooKeeper;
-import org.apache.zookeeper.client.FourLetterWordMain;
 import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.AfterEachCallback;
@@ -27,35 +19,21 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * A 3-node embedded ensemble for fault tests: clients with short sessions that are closed for you, servers that can
- * be killed and restarted one at a time, real server-side session expiry, and leak checks. One per test class, as
- * a JUnit extension: {@code @RegisterExtension static final ClusterFixture cluster = new ClusterFixture();}
+ * A 3-node coord-testkit {@link ZooKeeperEnsemble} for fault tests, plus what only coord's ITs need: the engine mode
+ * of the clients, client-side expiry, and a leak check that names each left node's session and zxid. One per test
+ * class, as a JUnit extension: {@code @RegisterExtension static final ClusterFixture cluster = new ClusterFixture();}
  */
 final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
-    static final Duration SESSION_TIMEOUT = Duration.ofSeconds(4);
-    // A 1 s tick lets the servers grant the 4 s session (the minimum is two ticks) and notice dead peers quickly.
-    private static final int TICK_MS = 1_000;
-    private static final Duration SERVER_READY = Duration.ofSeconds(30);
+    static final Duration SESSION_TIMEOUT = ZooKeeperEnsemble.DEFAULT_SESSION_TIMEOUT;
 
-    private TestingCluster cluster;
-    private List<InstanceSpec> instances;
-    private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
+    private ZooKeeperEnsemble ensemble;
     private volatile EngineMode mode = EngineMode.VIEW;
 
     @Override
     public void beforeAll(ExtensionContext context) throws Exception {
         // Read by every client coord meets from now on: idle views drop their watch soon after a test's last use.
         System.setProperty("coord.view.linger", ZooKeeperFixture.VIEW_LINGER.toString());
-        List<InstanceSpec> specs = new ArrayList<>();
-        for (int id = 1; id <= 3; id++) {
-            specs.add(new InstanceSpec(null, -1, -1, -1, true, id, TICK_MS, -1));
-        }
-        cluster = new TestingCluster(specs);
-        cluster.start();
-        instances = List.copyOf(specs);
-        for (InstanceSpec spec : specs) {
-            awaitServing(spec);
-        }
+        ensemble = ZooKeeperEnsemble.start(3);
     }
 
     @Override
@@ -75,16 +53,11 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
     }
 
     String connectString() {
-        return cluster.getConnectString();
+        return ensemble.connectString();
     }
 
-    List<InstanceSpec> instances() {
-        return instances;
-    }
-
-    /** The server's client address, host:port. */
-    static String address(InstanceSpec spec) {
-        return spec.getHostname() + ":" + spec.getPort();
+    List<EmbeddedServer> servers() {
+        return ensemble.servers();
     }
 
     /** A started, connected client that is closed by {@link #closeClients()}. */
@@ -99,35 +72,10 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
 
     /** Like {@link #newClient(String)}, with a session of {@code sessionTimeout}. */
     CuratorFramework newClient(String connectString, Duration sessionTimeout) throws InterruptedException {
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(connectString)
-                .sessionTimeoutMs((int) sessionTimeout.toMillis())
-                .connectionTimeoutMs(2_000)
-                .retryPolicy(new RetryNTimes(20, 100))
-                .ensembleTracker(false) // it keeps a config watch that would hide leaked ones
-                .build();
+        CuratorFramework client = ensemble.unstartedClient(
+                builder -> builder.connectString(connectString).sessionTimeoutMs((int) sessionTimeout.toMillis()));
         mode.apply(client);
-        clients.add(client);
-        client.start();
-        if (!client.blockUntilConnected(15, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("could not connect to " + connectString);
-        }
-        return client;
-    }
-
-    /** Stops one server abruptly; its clients move to the others. */
-    void killServer(InstanceSpec spec) throws Exception {
-        if (!cluster.killServer(spec)) {
-            throw new IllegalStateException("no running server " + address(spec));
-        }
-    }
-
-    /** Starts a killed server again and waits until it has rejoined the quorum and serves clients. */
-    void restartServer(InstanceSpec spec) throws Exception {
-        if (!cluster.restartServer(spec)) {
-            throw new IllegalStateException("no server " + address(spec));
-        }
-        awaitServing(spec);
+        return ensemble.connect(client);
     }
 
     /** The current session id of the client's ZooKeeper handle, 0 while it has none. */
@@ -144,27 +92,8 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
      * the other clients are told so before this client learns of it. Returns the id of the session it ended.
      */
     long expireSession(CuratorFramework client) throws Exception {
-        ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
-        long sessionId = zk.getSessionId();
-        CountDownLatch connected = new CountDownLatch(1);
-        Watcher watcher = e -> {
-            if (e.getState() == Watcher.Event.KeeperState.SyncConnected) {
-                connected.countDown();
-            }
-        };
-        // A second handle on the same session takes it over; closing that handle ends the session for good.
-        ZooKeeper twin = new ZooKeeper(
-                connectString(), (int) SESSION_TIMEOUT.toMillis(), watcher, sessionId, zk.getSessionPasswd());
-        try {
-            if (!connected.await(15, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("could not take over session 0x" + Long.toHexString(sessionId));
-            }
-        } finally {
-            twin.close();
-        }
-        return sessionId;
+        return ensemble.expireSession(client);
     }
-
     /**
      * Makes the client believe its session expired, as Curator does after a long disconnection: it drops the
      * connection, and the servers expire the old session when its timeout runs out. Not always, though: the hook
@@ -178,8 +107,8 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
     }
 
     /** The watches that the running servers hold, summed. */
-    int watchCount() throws IOException {
-        return ZooKeeperFixture.watchCount(connectString());
+    int watchCount() {
+        return ensemble.watchCount();
     }
 
     /** Waits until {@code path} has no children and the servers hold no watches, reading through {@code reader}. */
@@ -218,24 +147,13 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
         }
     }
 
+    /** Closes every client, and restarts the servers a test left killed. */
     void closeClients() {
-        clients.forEach(CuratorFramework::close);
-        clients.clear();
+        ensemble.reset();
     }
 
     public void close() throws IOException {
-        closeClients();
-        cluster.close();
+        ensemble.close();
         System.clearProperty("coord.view");
-    }
-
-    private void awaitServing(InstanceSpec spec) {
-        // "srvr" names the server's mode only once it is part of a quorum that serves requests.
-        await("server " + address(spec) + " serving")
-                .atMost(SERVER_READY)
-                .pollInterval(Duration.ofMillis(100))
-                .ignoreExceptions()
-                .until(() -> FourLetterWordMain.send4LetterWord(spec.getHostname(), spec.getPort(), "srvr")
-                        .contains("Mode: "));
     }
 }

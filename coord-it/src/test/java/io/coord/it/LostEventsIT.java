@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
 import io.coord.mutex.ReentrantMutex;
+import io.coord.testkit.EmbeddedServer;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
@@ -16,7 +17,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.InstanceSpec;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -44,22 +44,23 @@ class LostEventsIT {
     void aWaiterCutOffWhenItsTurnComesIsGrantedOnceItReconnects(EngineMode mode) throws Exception {
         cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("lost-delete");
-        List<InstanceSpec> servers = cluster.instances();
-        InstanceSpec cutOff = servers.get(0);
-        CuratorFramework waiterClient = cluster.newClient(ClusterFixture.address(cutOff), LONG_SESSION);
+        List<EmbeddedServer> servers = cluster.servers();
+        EmbeddedServer cutOff = servers.get(0);
+        CuratorFramework waiterClient = cluster.newClient(cutOff.address(), LONG_SESSION);
         ZooKeeperFixture.lingerViews(waiterClient, Duration.ofMinutes(5));
         ReentrantMutex waiter = new ReentrantMutex(waiterClient, path, "waiter");
-        ReentrantMutex holder = new ReentrantMutex(cluster.newClient(ClusterFixture.address(servers.get(1))), path);
+        ReentrantMutex holder =
+                new ReentrantMutex(cluster.newClient(servers.get(1).address()), path);
         waiter.acquireAsync().get(10, TimeUnit.SECONDS).close(); // counts the path: the next acquisition uses a view
         Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
         CompletableFuture<Lease> waiting = waiter.acquireAsync();
         await().until(() -> holder.participants().size() == 2);
 
-        cluster.killServer(cutOff);
+        cutOff.kill();
         await().until(() -> !waiterClient.getZookeeperClient().isConnected());
         held.close();
         await().until(() -> holder.participants().size() == 1);
-        cluster.restartServer(cutOff);
+        cutOff.restart();
 
         Lease granted = waiting.get(60, TimeUnit.SECONDS);
         assertTrue(granted.fencingToken() > held.fencingToken());
@@ -74,13 +75,13 @@ class LostEventsIT {
     void aWaiterCutOffFromItsServerIsGrantedOnlyWhenItsTurnTrulyComes(EngineMode mode) throws Exception {
         cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("lost-events");
-        List<InstanceSpec> servers = cluster.instances();
-        InstanceSpec cutOff = servers.get(0);
+        List<EmbeddedServer> servers = cluster.servers();
+        EmbeddedServer cutOff = servers.get(0);
         // The waiter reaches one server only, with a session that outlives the server's restart.
-        CuratorFramework waiterClient = cluster.newClient(ClusterFixture.address(cutOff), LONG_SESSION);
+        CuratorFramework waiterClient = cluster.newClient(cutOff.address(), LONG_SESSION);
         ZooKeeperFixture.lingerViews(waiterClient, Duration.ofMinutes(5)); // the same view before and after the gap
-        CuratorFramework second = cluster.newClient(ClusterFixture.address(servers.get(1)));
-        CuratorFramework third = cluster.newClient(ClusterFixture.address(servers.get(2)));
+        CuratorFramework second = cluster.newClient(servers.get(1).address());
+        CuratorFramework third = cluster.newClient(servers.get(2).address());
         ReentrantMutex waiter = new ReentrantMutex(waiterClient, path, "waiter");
         ReentrantMutex late = new ReentrantMutex(waiterClient, path, "late");
         ReentrantMutex holder = new ReentrantMutex(second, path, "holder");
@@ -92,7 +93,7 @@ class LostEventsIT {
         CompletableFuture<Lease> waiting = waiter.acquireAsync();
         await().until(() -> holder.participants().size() == 2);
 
-        cluster.killServer(cutOff);
+        cutOff.kill();
         await().until(() -> !waiterClient.getZookeeperClient().isConnected());
         // While the waiter is cut off: the holder leaves, which is the waiter's turn, and two more queue behind it.
         held.close();
@@ -104,7 +105,7 @@ class LostEventsIT {
         CompletableFuture<Lease> lates = late.acquireAsync();
         assertFalse(ys.isDone() || zs.isDone() || waiting.isDone(), "nobody may pass the waiter's node");
 
-        cluster.restartServer(cutOff);
+        cutOff.restart();
 
         Lease first = waiting.get(60, TimeUnit.SECONDS);
         assertTrue(first.isValid());

@@ -8,7 +8,9 @@ import io.coord.core.CoordinationException;
 import io.coord.queue.Claim;
 import io.coord.queue.DistributedQueue;
 import io.coord.queue.QueueSerializer;
+import io.coord.testkit.EmbeddedServer;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,7 +27,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.InstanceSpec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -59,8 +60,8 @@ class QueueExactlyOnceIT {
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void everyItemIsConsumedExactlyOnceThroughLostRepliesAndExpiredSessions() throws Exception {
         String path = ZooKeeperFixture.uniquePath("queue-exactly-once");
-        List<InstanceSpec> servers = cluster.instances();
-        List<FaultyProxy> proxies = new ArrayList<>();
+        List<EmbeddedServer> servers = cluster.servers();
+        List<ZooKeeperProxy> proxies = new ArrayList<>();
         List<CuratorFramework> clients = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(PRODUCERS + 3);
         // Each fault lets every producer write its share of one fault's worth of items, so that the faults fall
@@ -70,8 +71,8 @@ class QueueExactlyOnceIT {
         int expiries = 0;
         try {
             for (int i = 0; i < PRODUCERS + 3; i++) {
-                InstanceSpec server = servers.get(i % servers.size());
-                FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort());
+                EmbeddedServer server = servers.get(i % servers.size());
+                ZooKeeperProxy proxy = ZooKeeperProxy.start(server.socketAddress());
                 proxies.add(proxy);
                 clients.add(cluster.newClient(proxy.connectString()));
             }
@@ -121,7 +122,7 @@ class QueueExactlyOnceIT {
             pool.shutdownNow();
             assertTrue(pool.awaitTermination(30, TimeUnit.SECONDS), "workers did not stop");
             cluster.closeClients(); // while the proxies still carry the slots' deletes
-            proxies.forEach(FaultyProxy::close);
+            proxies.forEach(ZooKeeperProxy::close);
         }
 
         assertEquals(List.of(), List.copyOf(failures), "calls that ended without knowing what they did");
@@ -150,7 +151,7 @@ class QueueExactlyOnceIT {
      * then optionally ends the session on the servers, then cuts the connection and lets the client reconnect.
      * {@code kick} runs once replies are being dropped, to give an idle client something to send.
      */
-    private static void inject(FaultyProxy proxy, CuratorFramework client, boolean expire, Runnable kick)
+    private static void inject(ZooKeeperProxy proxy, CuratorFramework client, boolean expire, Runnable kick)
             throws Exception {
         long lostBefore = proxy.repliesLost();
         proxy.loseReplies(true);
@@ -163,7 +164,7 @@ class QueueExactlyOnceIT {
         if (expire) {
             cluster.expireSession(client);
         }
-        proxy.cutAll();
+        proxy.cutConnections();
         proxy.loseReplies(false);
         await("reconnected")
                 .pollInterval(POLL)

@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.CoordinationException;
 import io.coord.queue.DistributedQueue;
 import io.coord.queue.QueueSerializer;
+import io.coord.testkit.EmbeddedServer;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,7 +25,6 @@ import org.apache.curator.drivers.AdvancedTracerDriver;
 import org.apache.curator.drivers.EventTrace;
 import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.InstanceSpec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -225,8 +226,8 @@ class QueueSafetyIT {
         String path = ZooKeeperFixture.uniquePath("queue-replayed-write");
         CuratorFramework consumerClient = trackedClient("consumer");
         DistributedQueue<String> consumer = queue(consumerClient, path);
-        InstanceSpec server = cluster.instances().get(0);
-        try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort())) {
+        EmbeddedServer server = cluster.servers().get(0);
+        try (ZooKeeperProxy proxy = ZooKeeperProxy.start(server.socketAddress())) {
             CuratorFramework producerClient = cluster.newClient(proxy.connectString());
             DistributedQueue<String> producer = queue(producerClient, path);
             // Once the producer's write slot is made, the server's replies stop reaching it: the transaction that
@@ -240,7 +241,7 @@ class QueueSafetyIT {
                 });
                 assertEquals("the-item", consumer.poll(Duration.ofSeconds(10)), "the write landed");
                 long ended = cluster.expireSession(producerClient);
-                proxy.cutAll();
+                proxy.cutConnections();
                 proxy.loseReplies(false);
                 put.get(30, TimeUnit.SECONDS);
                 assertTrue(ClusterFixture.sessionId(producerClient) != ended, "the producer kept its session");
@@ -266,8 +267,8 @@ class QueueSafetyIT {
         String path = ZooKeeperFixture.uniquePath("queue-replayed-take");
         CuratorFramework producerClient = trackedClient("producer");
         queue(producerClient, path).put("the-item");
-        InstanceSpec server = cluster.instances().get(0);
-        try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort())) {
+        EmbeddedServer server = cluster.servers().get(0);
+        try (ZooKeeperProxy proxy = ZooKeeperProxy.start(server.socketAddress())) {
             CuratorFramework consumerClient = cluster.newClient(proxy.connectString());
             DistributedQueue<String> consumer = queue(consumerClient, path);
             // Once the consumer has read the item, replies stop reaching it: its removal lands, unanswered.
@@ -282,7 +283,7 @@ class QueueSafetyIT {
                                 .forPath(path + "/items")
                                 .isEmpty());
                 long ended = cluster.expireSession(consumerClient);
-                proxy.cutAll();
+                proxy.cutConnections();
                 proxy.loseReplies(false);
                 assertEquals("the-item", poll.get(30, TimeUnit.SECONDS), "the poll lost the item it removed");
                 assertTrue(ClusterFixture.sessionId(consumerClient) != ended, "the consumer kept its session");
@@ -295,7 +296,7 @@ class QueueSafetyIT {
     }
 
     /** Starts dropping the server's replies once a request named {@code kind} on a path under {@code under} answers. */
-    private static void loseRepliesAfter(CuratorFramework client, FaultyProxy proxy, String kind, String under) {
+    private static void loseRepliesAfter(CuratorFramework client, ZooKeeperProxy proxy, String kind, String under) {
         AtomicBoolean armed = new AtomicBoolean(true);
         client.getZookeeperClient().setTracerDriver(new AdvancedTracerDriver() {
             @Override

@@ -6,13 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.coord.core.Lease;
 import io.coord.core.Participant;
 import io.coord.mutex.ReentrantMutex;
+import io.coord.testkit.EmbeddedServer;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.test.InstanceSpec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -36,8 +37,8 @@ class ReplayedCreateIT {
         ReentrantMutex holder = new ReentrantMutex(holderClient, path, "holder");
         ReentrantMutex early = new ReentrantMutex(cluster.newClient(), path, "early");
         ReentrantMutex late = new ReentrantMutex(cluster.newClient(), path, "late");
-        InstanceSpec server = cluster.instances().get(0);
-        try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort())) {
+        EmbeddedServer server = cluster.servers().get(0);
+        try (ZooKeeperProxy proxy = ZooKeeperProxy.start(server.socketAddress())) {
             CuratorFramework replayedClient = cluster.newClient(proxy.connectString());
             ReentrantMutex replayed = new ReentrantMutex(replayedClient, path, "replayed");
 
@@ -50,7 +51,7 @@ class ReplayedCreateIT {
             CompletableFuture<Lease> replayedGrant = replayed.acquireAsync();
             awaitQueue(holder, "holder", "early", "replayed");
             proxy.refuseConnections(true);
-            proxy.cutAll();
+            proxy.cutConnections();
             // Somebody queues while that client is away, so its two nodes will not be neighbours.
             CompletableFuture<Lease> lateGrant = late.acquireAsync();
             awaitQueue(holder, "holder", "early", "replayed", "late");

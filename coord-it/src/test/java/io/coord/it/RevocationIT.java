@@ -10,8 +10,10 @@ import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.mutex.ReentrantMutex;
+import io.coord.testkit.EmbeddedServer;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -27,7 +29,6 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.RetryNTimes;
-import org.apache.curator.test.InstanceSpec;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.AfterEach;
@@ -164,9 +165,9 @@ class RevocationIT {
     @Test
     void requestMadeWhileTheHolderIsCutOffReachesItOnReconnection() throws Exception {
         String path = ZooKeeperFixture.uniquePath("revoke-holder-cut-off");
-        InstanceSpec server = cluster.instances().get(0);
+        EmbeddedServer server = cluster.servers().get(0);
         ReentrantMutex asker = new ReentrantMutex(cluster.newClient(), path, "asker");
-        try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort())) {
+        try (ZooKeeperProxy proxy = ZooKeeperProxy.start(server.socketAddress())) {
             ReentrantMutex holder =
                     new ReentrantMutex(cluster.newClient(proxy.connectString(), LONG_SESSION), path, "holder");
             Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
@@ -175,7 +176,7 @@ class RevocationIT {
             Participant participant = asker.participants().get(0);
 
             proxy.refuseConnections(true);
-            proxy.cutAll();
+            proxy.cutConnections();
             await().until(() -> held.state() == LeaseState.SUSPECT);
             assertTrue(asker.requestRevocation(participant));
             proxy.refuseConnections(false);
@@ -190,17 +191,17 @@ class RevocationIT {
     @Test
     void requestStartedWhileTheAskerIsCutOffIsDeliveredOnceItReconnects() throws Exception {
         String path = ZooKeeperFixture.uniquePath("revoke-asker-reconnects");
-        InstanceSpec server = cluster.instances().get(0);
+        EmbeddedServer server = cluster.servers().get(0);
         CuratorFramework reader = cluster.newClient();
         AtomicInteger asked = new AtomicInteger();
         Lease held = optedInHolder(path, asked);
-        try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort())) {
+        try (ZooKeeperProxy proxy = ZooKeeperProxy.start(server.socketAddress())) {
             CuratorFramework askerClient = cluster.newClient(proxy.connectString(), LONG_SESSION);
             ReentrantMutex asker = new ReentrantMutex(askerClient, path, "asker");
             Participant participant = asker.participants().get(0);
 
             proxy.refuseConnections(true);
-            proxy.cutAll();
+            proxy.cutConnections();
             await().until(() -> !askerClient.getZookeeperClient().isConnected());
             Future<Boolean> request = curatorThread.submit(() -> asker.requestRevocation(participant));
             proxy.refuseConnections(false); // within the client's retry policy
@@ -220,11 +221,11 @@ class RevocationIT {
     @Test
     void askerThatCannotReachZooKeeperFailsNamingTheNode() throws Exception {
         String path = ZooKeeperFixture.uniquePath("revoke-asker-cut-off");
-        InstanceSpec server = cluster.instances().get(0);
+        EmbeddedServer server = cluster.servers().get(0);
         CuratorFramework reader = cluster.newClient();
         AtomicInteger asked = new AtomicInteger();
         Lease held = optedInHolder(path, asked);
-        try (FaultyProxy proxy = FaultyProxy.start(server.getHostname(), server.getPort());
+        try (ZooKeeperProxy proxy = ZooKeeperProxy.start(server.socketAddress());
                 CuratorFramework askerClient = CuratorFrameworkFactory.builder()
                         .connectString(proxy.connectString())
                         .sessionTimeoutMs((int) ClusterFixture.SESSION_TIMEOUT.toMillis())
@@ -239,7 +240,7 @@ class RevocationIT {
             Participant participant = asker.participants().get(0);
 
             proxy.refuseConnections(true);
-            proxy.cutAll();
+            proxy.cutConnections();
             CoordinationException error =
                     assertThrows(CoordinationException.class, () -> asker.requestRevocation(participant));
             assertTrue(error.getMessage().contains(path), error.getMessage());
