@@ -1,0 +1,45 @@
+package io.coord.spring;
+
+import io.coord.core.internal.Arguments;
+import io.coord.mutex.ReentrantMutex;
+import org.apache.curator.framework.CuratorFramework;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.integration.leader.DefaultCandidate;
+import org.springframework.integration.support.locks.LockRegistry;
+
+/**
+ * Spring Integration on coord, for an application with a {@link CuratorFramework} bean (its own, or the one from
+ * {@code coord.zookeeper.*}): a {@link CoordLockRegistry} under {@code coord.lock.root}, and, when {@code
+ * coord.leader.role} is set, a {@link CoordLeaderInitiator} for that role. Each backs off when the application
+ * defines its own.
+ */
+@AutoConfiguration(after = CoordZooKeeperAutoConfiguration.class)
+@ConditionalOnClass({LockRegistry.class, ReentrantMutex.class})
+@ConditionalOnBean(CuratorFramework.class)
+@EnableConfigurationProperties(CoordProperties.class)
+public class CoordIntegrationAutoConfiguration {
+    @Bean
+    @ConditionalOnMissingBean(LockRegistry.class)
+    public CoordLockRegistry coordLockRegistry(CuratorFramework client, CoordProperties properties) {
+        return new CoordLockRegistry(client, properties.getLock().getRoot());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    @ConditionalOnProperty("coord.leader.role")
+    public CoordLeaderInitiator coordLeaderInitiator(CuratorFramework client, CoordProperties properties) {
+        CoordProperties.Leader leader = properties.getLeader();
+        String id = leader.getId() != null ? leader.getId() : Arguments.defaultParticipantId();
+        CoordLeaderInitiator initiator =
+                new CoordLeaderInitiator(client, new DefaultCandidate(id, leader.getRole()), leader.getRoot());
+        initiator.setAutoStartup(leader.isAutoStartup());
+        initiator.setPhase(leader.getPhase());
+        return initiator;
+    }
+}

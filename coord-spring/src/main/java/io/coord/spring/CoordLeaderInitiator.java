@@ -1,0 +1,331 @@
+package io.coord.spring;
+
+import io.coord.core.Lease;
+import io.coord.core.internal.Arguments;
+import io.coord.election.LeaderSelector;
+import io.coord.election.LeadershipTask;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import org.apache.curator.framework.CuratorFramework;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.ApplicationEventPublisher;
+import org.springframework.context.ApplicationEventPublisherAware;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.integration.leader.Candidate;
+import org.springframework.integration.leader.Context;
+import org.springframework.integration.leader.event.DefaultLeaderEventPublisher;
+import org.springframework.integration.leader.event.LeaderEventPublisher;
+
+/**
+ * Spring Integration leadership on coord's {@link LeaderSelector}: a drop-in for spring-integration-zookeeper's
+ * {@code LeaderInitiator}. While it runs, the {@link Candidate} takes part in the election at {@code
+ * <root>/<role>}; when it wins, its {@link Candidate#onGranted(Context)} is called and an {@code OnGrantedEvent} is
+ * published, and when it stops leading, {@link Candidate#onRevoked(Context)} and an {@code OnRevokedEvent}.
+ *
+ * <p>Leadership ends when the {@link Context} is yielded, when the client's connection is suspended or its session
+ * lost (Curator's default error policy; see {@link LeaderSelector}), and on {@link #stop()}. After a term that ended
+ * while running, the candidate joins the election again at the back of the queue.
+ *
+ * <p>The context given to the candidate is a {@link CoordContext}: its {@link CoordContext#fencingToken()} is the term's
+ * leader epoch, larger for every later leader, for writes that must be rejected once a newer leader exists.
+ */
+public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEventPublisherAware {
+    /**
+     * Where the election takes place unless told otherwise, {@code /spring-integration/leader/<role>}: the path of
+     * spring-integration-zookeeper's {@code LeaderInitiator}, whose Curator {@code LeaderSelector} takes turns with
+     * coord's on one path, so a fleet can move from one initiator to the other a node at a time.
+     */
+    public static final String DEFAULT_ROOT = "/spring-integration/leader";
+
+    private static final Logger log = LoggerFactory.getLogger(CoordLeaderInitiator.class);
+
+    private final CuratorFramework client;
+    private final Candidate candidate;
+    private final String path;
+    private final ReentrantLock lifecycle = new ReentrantLock();
+    private volatile LeaderEventPublisher publisher;
+    private volatile boolean publisherSet;
+    private volatile boolean autoStartup = true;
+    private volatile int phase = DEFAULT_PHASE;
+    private Run run; // guarded by lifecycle
+
+    /** Elects at {@link #DEFAULT_ROOT}{@code /<role>}. Does no I/O: {@link #start()} joins the election. */
+    public CoordLeaderInitiator(CuratorFramework client, Candidate candidate) {
+        this(client, candidate, DEFAULT_ROOT);
+    }
+
+    /**
+     * Elects at {@code <root>/<role>}. Does no I/O: {@link #start()} joins the election.
+     *
+     * @throws NullPointerException if {@code client} or {@code candidate} is null, or the candidate's id is
+     * @throws IllegalArgumentException if {@code root} is not a valid path, the candidate's role is not a valid
+     *     znode name, or its id is longer than a participant id may be
+     */
+    public CoordLeaderInitiator(CuratorFramework client, Candidate candidate, String root) {
+        this.client = Arguments.client(client);
+        this.candidate = Objects.requireNonNull(candidate, "candidate must not be null");
+        String role = candidate.getRole();
+        if (role == null || role.isEmpty() || role.indexOf('/') >= 0 || role.equals(".") || role.equals("..")) {
+            throw new IllegalArgumentException("candidate role '" + role
+                    + "' is not a valid znode name: it must be non-empty, not . or .., " + "and contain no /");
+        }
+        this.path = Arguments.path(Arguments.path(root) + "/" + role);
+        Arguments.participantId(candidate.getId());
+    }
+
+    /** The election's path, {@code <root>/<role>}. */
+    public String path() {
+        return path;
+    }
+
+    /** Publishes leadership events through {@code publisher} instead of the application context. */
+    public void setLeaderEventPublisher(LeaderEventPublisher publisher) {
+        this.publisher = publisher;
+        this.publisherSet = true;
+    }
+
+    /** Called by Spring: events go to the application context unless a publisher was set. */
+    @Override
+    public void setApplicationEventPublisher(ApplicationEventPublisher applicationEventPublisher) {
+        if (!publisherSet) {
+            this.publisher = new DefaultLeaderEventPublisher(applicationEventPublisher);
+        }
+    }
+
+    public void setAutoStartup(boolean autoStartup) {
+        this.autoStartup = autoStartup;
+    }
+
+    @Override
+    public boolean isAutoStartup() {
+        return autoStartup;
+    }
+
+    public void setPhase(int phase) {
+        this.phase = phase;
+    }
+
+    @Override
+    public int getPhase() {
+        return phase;
+    }
+
+    /** Joins the election. Idempotent while running. */
+    @Override
+    public void start() {
+        lifecycle.lock();
+        try {
+            if (run == null) {
+                Run started = new Run();
+                started.selector.autoRequeue();
+                started.selector.start();
+                run = started;
+            }
+        } finally {
+            lifecycle.unlock();
+        }
+    }
+
+    /** Leaves the election and returns once a running term has ended: the candidate's onRevoked has returned. */
+    @Override
+    public void stop() {
+        CompletableFuture<Void> ended = leave();
+        try {
+            ended.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("the leadership term failed to end", e.getCause());
+        }
+    }
+
+    /** Leaves the election; {@code callback} runs once a running term has ended. */
+    @Override
+    public void stop(Runnable callback) {
+        leave().whenComplete((ignored, failure) -> callback.run());
+    }
+
+    @Override
+    public boolean isRunning() {
+        lifecycle.lock();
+        try {
+            return run != null;
+        } finally {
+            lifecycle.unlock();
+        }
+    }
+
+    /** The current term's context, or one whose {@link Context#isLeader()} is false when this candidate does not lead. */
+    public Context getContext() {
+        lifecycle.lock();
+        try {
+            CoordContext current = run == null ? null : run.current;
+            return current != null ? current : CoordContext.notLeading(candidate.getRole());
+        } finally {
+            lifecycle.unlock();
+        }
+    }
+
+    private CompletableFuture<Void> leave() {
+        Run stopping;
+        CoordContext current;
+        lifecycle.lock();
+        try {
+            stopping = run;
+            run = null;
+            if (stopping == null) {
+                return CompletableFuture.completedFuture(null);
+            }
+            stopping.stopped = true;
+            current = stopping.current;
+        } finally {
+            lifecycle.unlock();
+        }
+        stopping.selector.close();
+        return current == null ? CompletableFuture.completedFuture(null) : current.ended;
+    }
+
+    @Override
+    public String toString() {
+        return "CoordLeaderInitiator[" + path + ", " + candidate.getId() + "]";
+    }
+
+    /** One start-to-stop of the initiator: its selector, and the term it leads. */
+    private final class Run implements LeadershipTask {
+        final LeaderSelector selector = new LeaderSelector(client, path, candidate.getId(), this);
+        boolean stopped; // guarded by lifecycle
+        CoordContext current; // guarded by lifecycle
+
+        @Override
+        public void takeLeadership(Lease term) {
+            CoordContext context;
+            lifecycle.lock();
+            try {
+                if (stopped) {
+                    return; // won just as the initiator stopped: the candidate never hears of it
+                }
+                context = new CoordContext(candidate.getRole(), term, selector);
+                current = context;
+            } finally {
+                lifecycle.unlock();
+            }
+            boolean granted = false;
+            try {
+                candidate.onGranted(context);
+                granted = true;
+                publish(p -> p.publishOnGranted(CoordLeaderInitiator.this, context, candidate.getRole()));
+                context.awaitEnd();
+            } catch (InterruptedException e) {
+                // The term ends: yielded, connection suspended, session lost, or stopped.
+            } catch (RuntimeException e) {
+                log.warn("{}: the candidate's onGranted failed; giving up leadership", CoordLeaderInitiator.this, e);
+            } finally {
+                context.end();
+                if (granted) {
+                    try {
+                        candidate.onRevoked(context);
+                    } catch (RuntimeException e) {
+                        log.warn("{}: the candidate's onRevoked failed", CoordLeaderInitiator.this, e);
+                    }
+                    publish(p -> p.publishOnRevoked(CoordLeaderInitiator.this, context, candidate.getRole()));
+                }
+                lifecycle.lock();
+                try {
+                    if (current == context) {
+                        current = null;
+                    }
+                } finally {
+                    lifecycle.unlock();
+                }
+                context.ended.complete(null);
+            }
+        }
+
+        private void publish(Consumer<LeaderEventPublisher> event) {
+            LeaderEventPublisher p = publisher;
+            if (p == null) {
+                return;
+            }
+            try {
+                event.accept(p);
+            } catch (RuntimeException e) {
+                log.warn("{}: publishing a leadership event failed", CoordLeaderInitiator.this, e);
+            }
+        }
+    }
+
+    /**
+     * The {@link Context} of one leadership term. {@link #yield()} gives leadership up: the term ends and the
+     * candidate rejoins the election at the back.
+     */
+    public static final class CoordContext implements Context {
+        private final String role;
+        private final Lease term;
+        private final LeaderSelector selector;
+        private final CountDownLatch ending = new CountDownLatch(1);
+        final CompletableFuture<Void> ended = new CompletableFuture<>();
+        private volatile boolean leading;
+
+        private CoordContext(String role, Lease term, LeaderSelector selector) {
+            this.role = role;
+            this.term = term;
+            this.selector = selector;
+            this.leading = term != null;
+        }
+
+        static CoordContext notLeading(String role) {
+            return new CoordContext(role, null, null);
+        }
+
+        /** True while this term leads. */
+        @Override
+        public boolean isLeader() {
+            return leading && selector.hasLeadership();
+        }
+
+        /** Gives leadership up, if this term still leads; the candidate's onRevoked follows on the term's thread. */
+        @Override
+        public void yield() {
+            if (leading) {
+                selector.interruptLeadership();
+            }
+        }
+
+        @Override
+        public String getRole() {
+            return role;
+        }
+
+        /**
+         * The term's fencing token: the leader epoch, larger for every later leader.
+         *
+         * @throws IllegalStateException for the context of a candidate that does not lead
+         */
+        public long fencingToken() {
+            if (term == null) {
+                throw new IllegalStateException("not the leader of " + role + ": there is no term to fence with");
+            }
+            return term.fencingToken();
+        }
+
+        /** Blocks until the term's thread is interrupted: the term ends then. */
+        void awaitEnd() throws InterruptedException {
+            ending.await();
+        }
+
+        void end() {
+            leading = false;
+            ending.countDown();
+        }
+
+        @Override
+        public String toString() {
+            return "CoordContext[" + role + (isLeader() ? ", leader, epoch " + term.fencingToken() + "]" : "]");
+        }
+    }
+}

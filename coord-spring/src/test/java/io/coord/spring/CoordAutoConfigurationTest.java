@@ -1,0 +1,180 @@
+package io.coord.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.coord.testkit.ZooKeeperEnsemble;
+import io.coord.testkit.ZooKeeperTest;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.integration.leader.event.AbstractLeaderEvent;
+import org.springframework.integration.leader.event.OnGrantedEvent;
+import org.springframework.integration.support.locks.DefaultLockRegistry;
+import org.springframework.integration.support.locks.LockRegistry;
+
+@ZooKeeperTest
+class CoordAutoConfigurationTest {
+    static ZooKeeperEnsemble zk;
+
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(
+                    CoordZooKeeperAutoConfiguration.class, CoordIntegrationAutoConfiguration.class));
+
+    @Test
+    void aConnectStringGivesAStartedClientClosedWithTheContextAndALockRegistry() {
+        AtomicReference<CuratorFramework> client = new AtomicReference<>();
+        runner.withPropertyValues(
+                        "coord.zookeeper.connect-string=" + zk.connectString(),
+                        "coord.zookeeper.session-timeout=4s",
+                        "coord.zookeeper.namespace=app",
+                        "coord.lock.root=/app-locks")
+                .run(context -> {
+                    assertThat(context).hasSingleBean(CuratorFramework.class);
+                    assertThat(context).hasSingleBean(CoordLockRegistry.class);
+                    assertThat(context).doesNotHaveBean(CoordLeaderInitiator.class);
+                    client.set(context.getBean(CuratorFramework.class));
+                    assertThat(client.get().getState()).isEqualTo(CuratorFrameworkState.STARTED);
+                    assertThat(client.get().getNamespace()).isEqualTo("app");
+                    assertThat(client.get().getZookeeperClient().getConnectionTimeoutMs())
+                            .isEqualTo(15_000);
+                    CoordLockRegistry registry = context.getBean(CoordLockRegistry.class);
+                    assertThat(registry.root()).isEqualTo("/app-locks");
+                    registry.executeLocked("job", () -> {});
+                });
+        assertThat(client.get().getState()).isEqualTo(CuratorFrameworkState.STOPPED);
+    }
+
+    @Test
+    void withoutAConnectStringOrAClientNothingIsConfigured() {
+        runner.run(context -> {
+            assertThat(context).doesNotHaveBean(CuratorFramework.class);
+            assertThat(context).doesNotHaveBean(LockRegistry.class);
+            assertThat(context).doesNotHaveBean(CoordLeaderInitiator.class);
+        });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class OwnClient {
+        @Bean
+        CuratorFramework ownClient() throws InterruptedException {
+            return zk.newClient();
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class OwnRegistry {
+        @Bean
+        LockRegistry ownRegistry() {
+            return new DefaultLockRegistry();
+        }
+    }
+
+    @Test
+    void theApplicationsOwnClientIsUsedAndItsOwnRegistryWins() {
+        runner.withUserConfiguration(OwnClient.class)
+                .withPropertyValues("coord.zookeeper.connect-string=elsewhere:2181")
+                .run(context -> {
+                    assertThat(context).hasSingleBean(CuratorFramework.class);
+                    assertThat(context).hasBean("ownClient");
+                    assertThat(context).hasSingleBean(CoordLockRegistry.class);
+                });
+        runner.withUserConfiguration(OwnClient.class, OwnRegistry.class).run(context -> {
+            assertThat(context).hasSingleBean(LockRegistry.class);
+            assertThat(context).doesNotHaveBean(CoordLockRegistry.class);
+        });
+    }
+
+    @Test
+    void withoutSpringIntegrationOnlyTheClientIsConfigured() {
+        runner.withClassLoader(new FilteredClassLoader(LockRegistry.class))
+                .withPropertyValues("coord.zookeeper.connect-string=" + zk.connectString())
+                .run(context -> {
+                    assertThat(context).hasSingleBean(CuratorFramework.class);
+                    assertThat(context).doesNotHaveBean(CoordLockRegistry.class);
+                });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class LeaderEvents {
+        final List<AbstractLeaderEvent> events = new CopyOnWriteArrayList<>();
+
+        @Bean
+        ApplicationListener<AbstractLeaderEvent> leaderEvents() {
+            return events::add;
+        }
+    }
+
+    @Test
+    void aRoleGivesAnInitiatorThatStartsWithTheContextAndPublishesItsEvents() {
+        runner.withUserConfiguration(LeaderEvents.class)
+                .withPropertyValues(
+                        "coord.zookeeper.connect-string=" + zk.connectString(),
+                        "coord.leader.role=reports",
+                        "coord.leader.id=node-1",
+                        "coord.leader.root=/elections")
+                .run(context -> {
+                    CoordLeaderInitiator initiator = context.getBean(CoordLeaderInitiator.class);
+                    assertThat(initiator.path()).isEqualTo("/elections/reports");
+                    assertThat(initiator.isRunning()).isTrue();
+                    LeaderEvents events = context.getBean(LeaderEvents.class);
+                    await().until(() -> !events.events.isEmpty());
+                    assertThat(events.events.get(0)).isInstanceOf(OnGrantedEvent.class);
+                    assertThat(events.events.get(0).getRole()).isEqualTo("reports");
+                });
+        runner.withPropertyValues(
+                        "coord.zookeeper.connect-string=" + zk.connectString(),
+                        "coord.leader.role=reports",
+                        "coord.leader.auto-startup=false")
+                .run(context -> assertThat(
+                                context.getBean(CoordLeaderInitiator.class).isRunning())
+                        .isFalse());
+    }
+
+    @Test
+    void badPropertiesFailTheContextWithTheirName() {
+        runner.withPropertyValues(
+                        "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.session-timeout=0s")
+                .run(context -> assertThat(context)
+                        .getFailure()
+                        .rootCause()
+                        .hasMessage("coord.zookeeper.session-timeout must be positive: PT0S"));
+        runner.withPropertyValues(
+                        "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.max-retries=-1")
+                .run(context -> assertThat(context)
+                        .getFailure()
+                        .rootCause()
+                        .hasMessage("coord.zookeeper.max-retries must not be negative: -1"));
+        runner.withPropertyValues("coord.zookeeper.connect-string=" + zk.connectString(), "coord.lock.root=locks")
+                .run(context ->
+                        assertThat(context).getFailure().hasStackTraceContaining("invalid ZooKeeper path \"locks\""));
+    }
+
+    @Test
+    void propertiesAreDescribedForIdes() throws Exception {
+        try (InputStream in = getClass().getResourceAsStream("/META-INF/spring-configuration-metadata.json")) {
+            assertThat(in).isNotNull();
+            String metadata = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(metadata)
+                    .contains(
+                            "\"coord.zookeeper.connect-string\"",
+                            "\"coord.zookeeper.session-timeout\"",
+                            "\"coord.zookeeper.namespace\"",
+                            "\"coord.zookeeper.max-retries\"",
+                            "\"coord.lock.root\"",
+                            "\"coord.leader.role\"",
+                            "\"coord.leader.auto-startup\"");
+        }
+    }
+}

@@ -1,0 +1,160 @@
+package io.coord.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.coord.testkit.ZooKeeperEnsemble;
+import io.coord.testkit.ZooKeeperTest;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.integration.leader.Context;
+import org.springframework.integration.leader.DefaultCandidate;
+import org.springframework.integration.leader.event.LeaderEventPublisher;
+
+@ZooKeeperTest
+class CoordLeaderInitiatorTest {
+    static ZooKeeperEnsemble zk;
+    private final List<String> events = new CopyOnWriteArrayList<>();
+    private final List<CoordLeaderInitiator> started = new ArrayList<>();
+
+    @AfterEach
+    void stopInitiators() {
+        started.forEach(CoordLeaderInitiator::stop);
+    }
+
+    /** A candidate that records its grants and revocations, and keeps the contexts it was given. */
+    private final class Recorder extends DefaultCandidate {
+        final List<Context> granted = new CopyOnWriteArrayList<>();
+
+        Recorder(String id) {
+            super(id, "billing");
+        }
+
+        @Override
+        public void onGranted(Context context) {
+            granted.add(context);
+            events.add(getId() + " granted");
+        }
+
+        @Override
+        public void onRevoked(Context context) {
+            events.add(getId() + " revoked");
+        }
+    }
+
+    private CoordLeaderInitiator start(CuratorFramework client, Recorder candidate) {
+        CoordLeaderInitiator initiator = new CoordLeaderInitiator(client, candidate, "/leaders");
+        initiator.setLeaderEventPublisher(new LeaderEventPublisher() {
+            @Override
+            public void publishOnGranted(Object source, Context context, String role) {
+                events.add("event granted " + role);
+            }
+
+            @Override
+            public void publishOnRevoked(Object source, Context context, String role) {
+                events.add("event revoked " + role);
+            }
+
+            @Override
+            public void publishOnFailedToAcquire(Object source, Context context, String role) {
+                events.add("event failed " + role);
+            }
+        });
+        initiator.start();
+        started.add(initiator);
+        return initiator;
+    }
+
+    @Test
+    void oneCandidateLeadsAndYieldingHandsLeadershipToTheOther() throws Exception {
+        Recorder a = new Recorder("a");
+        Recorder b = new Recorder("b");
+        CoordLeaderInitiator first = start(zk.newClient(), a);
+        await().until(() -> first.getContext().isLeader());
+        CoordLeaderInitiator second = start(zk.newClient(), b);
+        assertThat(first.path()).isEqualTo("/leaders/billing");
+        assertThat(events).containsExactly("a granted", "event granted billing");
+        assertThat(second.getContext().isLeader()).isFalse();
+        long firstEpoch = ((CoordLeaderInitiator.CoordContext) first.getContext()).fencingToken();
+
+        first.getContext().yield();
+
+        await().until(() -> second.getContext().isLeader());
+        assertThat(events)
+                .containsSubsequence("a revoked", "event revoked billing", "b granted", "event granted billing");
+        assertThat(((CoordLeaderInitiator.CoordContext) second.getContext()).fencingToken())
+                .isGreaterThan(firstEpoch);
+        assertThat(a.granted.get(0).isLeader()).isFalse();
+        assertThat(first.isRunning()).isTrue(); // it queued again, behind b
+    }
+
+    @Test
+    void leadershipMovesWhenTheLeadersSessionExpires() throws Exception {
+        CuratorFramework leaderClient = zk.newClient();
+        CoordLeaderInitiator first = start(leaderClient, new Recorder("a"));
+        await().until(() -> first.getContext().isLeader());
+        CoordLeaderInitiator second = start(zk.newClient(), new Recorder("b"));
+
+        zk.expireSession(leaderClient);
+
+        await().until(() -> second.getContext().isLeader());
+        assertThat(events).contains("a revoked", "b granted");
+    }
+
+    @Test
+    void stopRevokesBeforeItReturnsAndLeavesNothingBehind() throws Exception {
+        CoordLeaderInitiator initiator = start(zk.newClient(), new Recorder("a"));
+        await().until(() -> initiator.getContext().isLeader());
+
+        initiator.stop();
+
+        assertThat(events).endsWith("a revoked", "event revoked billing");
+        assertThat(initiator.isRunning()).isFalse();
+        assertThat(initiator.getContext().isLeader()).isFalse();
+        assertThatThrownBy(() -> ((CoordLeaderInitiator.CoordContext) initiator.getContext()).fencingToken())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("not the leader of billing: there is no term to fence with");
+        zk.assertNoLeaksUnder("/leaders/billing");
+
+        initiator.start(); // a stopped initiator can start again
+        await().until(() -> initiator.getContext().isLeader());
+    }
+
+    @Test
+    void stopWithACallbackRunsItOnceTheTermHasEnded() throws Exception {
+        CoordLeaderInitiator initiator = start(zk.newClient(), new Recorder("a"));
+        await().until(() -> initiator.getContext().isLeader());
+        List<String> seenByCallback = new CopyOnWriteArrayList<>();
+
+        initiator.stop(() -> seenByCallback.addAll(events));
+
+        await().until(() -> !seenByCallback.isEmpty());
+        assertThat(seenByCallback).endsWith("a revoked", "event revoked billing");
+    }
+
+    @Test
+    void badRolesRootsAndIdsAreRefusedBeforeAnythingIsWritten() throws Exception {
+        CuratorFramework client = zk.newClient();
+        assertThatThrownBy(() -> new CoordLeaderInitiator(client, new DefaultCandidate("a", "x/y")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("candidate role 'x/y' is not a valid znode name: it must be non-empty, not . or .., and"
+                        + " contain no /");
+        assertThatThrownBy(() -> new CoordLeaderInitiator(client, new DefaultCandidate("a", "r"), "leaders"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("invalid ZooKeeper path \"leaders\"");
+        assertThatThrownBy(() -> new CoordLeaderInitiator(client, new DefaultCandidate("x".repeat(70_000), "r")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("participantId must be at most");
+        assertThatThrownBy(() -> new CoordLeaderInitiator(client, null))
+                .isInstanceOf(NullPointerException.class)
+                .hasMessage("candidate must not be null");
+        assertThat(new CoordLeaderInitiator(client, new DefaultCandidate("a", "r")).path())
+                .isEqualTo("/spring-integration/leader/r");
+        assertThat(client.checkExists().forPath("/spring-integration")).isNull();
+    }
+}

@@ -1,0 +1,197 @@
+package io.coord.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.testkit.ZooKeeperEnsemble;
+import io.coord.testkit.ZooKeeperTest;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+@ZooKeeperTest
+class CoordLockRegistryTest {
+    static ZooKeeperEnsemble zk;
+    private final ExecutorService other = Executors.newSingleThreadExecutor();
+
+    @AfterEach
+    void stopThreads() {
+        other.shutdownNow();
+    }
+
+    @Test
+    void aKeyIsOneLockObjectAndOneZnodeNameUnderTheRoot() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        Lock lock = registry.obtain("order-7");
+        assertThat(registry.obtain("order-7")).isSameAs(lock);
+        assertThat(registry.mutex("order-7").path()).isEqualTo("/locks/order-7");
+        assertThat(lock).hasToString("CoordLock[/locks/order-7]");
+    }
+
+    @Test
+    void locksAreReentrantPerThreadAndExcludeOtherThreads() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        Lock lock = registry.obtain("reentrant");
+        lock.lock();
+        lock.lock();
+        assertThat(other.submit(() -> lock.tryLock()).get()).isFalse();
+        lock.unlock();
+        assertThat(other.submit(() -> lock.tryLock()).get()).isFalse();
+        lock.unlock();
+        assertThat(other.submit(() -> {
+                            boolean got = lock.tryLock();
+                            lock.unlock();
+                            return got;
+                        })
+                        .get())
+                .isTrue();
+        zk.assertNoLeaksUnder("/locks/reentrant");
+    }
+
+    @Test
+    void registriesOnTwoClientsExcludeEachOtherAndTryLockWaitsAtMostItsTimeout() throws Exception {
+        Lock mine = new CoordLockRegistry(zk.newClient(), "/locks").obtain("shared");
+        Lock theirs = new CoordLockRegistry(zk.newClient(), "/locks").obtain("shared");
+        assertThat(mine.tryLock(1, TimeUnit.SECONDS)).isTrue();
+
+        assertThat(other.submit(() -> theirs.tryLock(200, TimeUnit.MILLISECONDS))
+                        .get())
+                .isFalse();
+        CompletableFuture<Boolean> waiting = CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return theirs.tryLock(20, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                other);
+        mine.unlock();
+        assertThat(waiting.get(20, TimeUnit.SECONDS)).isTrue();
+        other.submit(theirs::unlock).get();
+    }
+
+    @Test
+    void unlockByAThreadThatDoesNotHoldTheLockThrows() throws Exception {
+        Lock lock = new CoordLockRegistry(zk.newClient(), "/locks").obtain("owned");
+        assertThatThrownBy(lock::unlock).isInstanceOf(IllegalMonitorStateException.class);
+        lock.lock();
+        try {
+            assertThat(other.submit(() -> {
+                                try {
+                                    lock.unlock();
+                                    return null;
+                                } catch (IllegalMonitorStateException e) {
+                                    return e;
+                                }
+                            })
+                            .get())
+                    .isInstanceOf(IllegalMonitorStateException.class);
+        } finally {
+            lock.unlock();
+        }
+        assertThatThrownBy(lock::newCondition).isInstanceOf(UnsupportedOperationException.class);
+    }
+
+    @Test
+    void executeLockedRunsUnderTheLock() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        String result = registry.executeLocked("callable", () -> {
+            assertThat(registry.mutex("callable").isHeldByCurrentThread()).isTrue();
+            return "done";
+        });
+        assertThat(result).isEqualTo("done");
+        assertThat(registry.mutex("callable").isAcquiredInThisProcess()).isFalse();
+    }
+
+    @Test
+    void expiringForgetsOnlyLocksNobodyHolds() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        Lock held = registry.obtain("held");
+        Lock idle = registry.obtain("idle");
+        held.lock();
+        try {
+            registry.expireUnusedOlderThan(0);
+            assertThat(registry.size()).isEqualTo(1);
+            assertThat(registry.obtain("held")).isSameAs(held);
+            assertThat(registry.obtain("idle")).isNotSameAs(idle);
+            registry.expireUnusedOlderThan(TimeUnit.HOURS.toMillis(1));
+            assertThat(registry.size()).isEqualTo(2);
+        } finally {
+            held.unlock();
+        }
+    }
+
+    @Test
+    void renewingConfirmsAHoldAndFailsForAThreadWithoutOneOrALostOne() throws Exception {
+        CuratorFramework client = zk.newClient();
+        CoordLockRegistry registry = new CoordLockRegistry(client, "/locks");
+        assertThatThrownBy(() -> registry.renewLock("renewed"))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("the current thread does not hold the lock of 'renewed' under /locks");
+        Lock lock = registry.obtain("renewed");
+        lock.lock();
+        registry.renewLock("renewed");
+        Lease lease = registry.mutex("renewed").lease();
+        assertThat(other.submit(() -> {
+                            try {
+                                registry.renewLock("renewed");
+                                return null;
+                            } catch (IllegalStateException e) {
+                                return e.getMessage();
+                            }
+                        })
+                        .get())
+                .isEqualTo("the current thread does not hold the lock of 'renewed' under /locks");
+
+        zk.expireSession(client);
+
+        // A hold ends with its lease: the thread holds nothing to renew any more.
+        await().until(() -> lease.state() == LeaseState.LOST);
+        assertThatThrownBy(() -> registry.renewLock("renewed"))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("the current thread does not hold the lock of 'renewed' under /locks");
+        lock.unlock(); // the usual finally block still runs cleanly
+        assertThat(registry.mutex("renewed").isAcquiredInThisProcess()).isFalse();
+    }
+
+    @Test
+    void badKeysAndRootsAreRefusedBeforeAnythingIsWritten() throws Exception {
+        CuratorFramework client = zk.newClient();
+        CoordLockRegistry registry = new CoordLockRegistry(client, "/refusing");
+        assertThatThrownBy(() -> registry.obtain("a/b"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage(
+                        "lock key 'a/b' is not a valid znode name: it must be non-empty, not . or .., and contain no /");
+        assertThatThrownBy(() -> registry.obtain(""))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("lock key '' is not a valid znode name");
+        assertThatThrownBy(() -> registry.obtain(".."))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("lock key '..' is not a valid znode name");
+        assertThatThrownBy(() -> registry.obtain("bad\u0000key"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("lock key 'bad\u0000key' is not a valid znode name: ");
+        assertThatThrownBy(() -> registry.obtain(null))
+                .isInstanceOf(NullPointerException.class)
+                .hasMessage("lockKey must not be null");
+        assertThatThrownBy(() -> new CoordLockRegistry(client, "locks"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("invalid ZooKeeper path \"locks\"");
+        assertThatThrownBy(() -> new CoordLockRegistry(client, "/"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("path must not be the root");
+        assertThatThrownBy(() -> new CoordLockRegistry(null, "/locks"))
+                .isInstanceOf(NullPointerException.class)
+                .hasMessage("client must not be null");
+        assertThat(client.checkExists().forPath("/refusing")).isNull();
+    }
+}
