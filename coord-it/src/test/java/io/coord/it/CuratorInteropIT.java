@@ -26,7 +26,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** A {@link ReentrantMutex} and Curator's {@link InterProcessMutex} on one path are one lock with one queue. */
+/**
+ * A {@link ReentrantMutex} and Curator's {@link InterProcessMutex} on one path are one lock with one queue, and coord's
+ * and Curator's leader selectors one election.
+ */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class CuratorInteropIT {
     @RegisterExtension
@@ -139,5 +142,50 @@ class CuratorInteropIT {
 
     private <T> T onCuratorThread(java.util.concurrent.Callable<T> call) throws Exception {
         return curatorThread.submit(call).get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void coordAndCuratorLeaderSelectorsTakeTurnsOnOnePath() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("interop-selectors");
+        List<String> terms = new CopyOnWriteArrayList<>();
+        CompletableFuture<Void> coordMayEnd = new CompletableFuture<>();
+        io.coord.election.LeaderSelector coord =
+                new io.coord.election.LeaderSelector(cluster.newClient(), path, "coord", term -> {
+                    terms.add("coord");
+                    coordMayEnd.get();
+                });
+        CompletableFuture<Void> curatorMayEnd = new CompletableFuture<>();
+        org.apache.curator.framework.recipes.leader.LeaderSelector curator =
+                new org.apache.curator.framework.recipes.leader.LeaderSelector(
+                        cluster.newClient(),
+                        path,
+                        new org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter() {
+                            @Override
+                            public void takeLeadership(CuratorFramework client) throws Exception {
+                                terms.add("curator");
+                                curatorMayEnd.get();
+                            }
+                        });
+        curator.setId("curator");
+        try {
+            coord.start();
+            await().until(() -> terms.equals(List.of("coord")));
+            curator.start();
+            await().until(() -> coord.participants().size() == 2);
+            assertEquals(List.of("coord"), terms, "Curator's selector waits behind coord's");
+            assertEquals(
+                    List.of("coord", "curator"),
+                    coord.participants().stream().map(Participant::id).toList());
+
+            coordMayEnd.complete(null);
+            await().until(() -> terms.equals(List.of("coord", "curator")));
+            assertTrue(curator.hasLeadership());
+            assertFalse(coord.hasLeadership());
+            curatorMayEnd.complete(null);
+        } finally {
+            coord.close();
+            curator.close();
+        }
+        cluster.closeClientsAndAssertNoLeaks(path);
     }
 }
