@@ -53,6 +53,8 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
     private volatile boolean autoStartup = true;
     private volatile int phase = DEFAULT_PHASE;
     private Run run; // guarded by lifecycle
+    // True on a thread while it runs a term: a stop from there must not wait for the term it is in.
+    private final ThreadLocal<Boolean> termThread = new ThreadLocal<>();
 
     /** Elects at {@link #DEFAULT_ROOT}{@code /<role>}. Does no I/O: {@link #start()} joins the election. */
     public CoordLeaderInitiator(CuratorFramework client, Candidate candidate) {
@@ -131,10 +133,16 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
         }
     }
 
-    /** Leaves the election and returns once a running term has ended: the candidate's onRevoked has returned. */
+    /**
+     * Leaves the election and returns once a running term has ended: the candidate's onRevoked has returned. Called
+     * by the candidate itself while it leads (from onGranted), it returns at once, and the term ends after.
+     */
     @Override
     public void stop() {
         CompletableFuture<Void> ended = leave();
+        if (ended.isDone() || termThread.get() == Boolean.TRUE) {
+            return;
+        }
         try {
             ended.get();
         } catch (InterruptedException e) {
@@ -215,6 +223,7 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
                 lifecycle.unlock();
             }
             boolean granted = false;
+            termThread.set(Boolean.TRUE);
             try {
                 candidate.onGranted(context);
                 granted = true;
@@ -242,6 +251,7 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
                 } finally {
                     lifecycle.unlock();
                 }
+                termThread.remove();
                 context.ended.complete(null);
             }
         }

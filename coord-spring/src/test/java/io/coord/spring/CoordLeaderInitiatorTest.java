@@ -9,6 +9,7 @@ import io.coord.testkit.ZooKeeperTest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -135,6 +136,34 @@ class CoordLeaderInitiatorTest {
 
         await().until(() -> !seenByCallback.isEmpty());
         assertThat(seenByCallback).endsWith("a revoked", "event revoked billing");
+    }
+
+    @Test
+    void aCandidateThatStopsItsOwnInitiatorWhileLeadingIsRevokedWithoutDeadlock() throws Exception {
+        AtomicReference<CoordLeaderInitiator> self = new AtomicReference<>();
+        CoordLeaderInitiator initiator = new CoordLeaderInitiator(
+                zk.newClient(),
+                new DefaultCandidate("s", "billing") {
+                    @Override
+                    public void onGranted(Context context) {
+                        events.add("s granted");
+                        self.get().stop();
+                        events.add("s stopped itself");
+                    }
+
+                    @Override
+                    public void onRevoked(Context context) {
+                        events.add("s revoked");
+                    }
+                },
+                "/leaders-self");
+        self.set(initiator);
+        initiator.start();
+
+        await().until(() -> events.contains("s revoked"));
+        assertThat(events).containsExactly("s granted", "s stopped itself", "s revoked");
+        assertThat(initiator.isRunning()).isFalse();
+        zk.assertNoLeaksUnder("/leaders-self/billing");
     }
 
     @Test

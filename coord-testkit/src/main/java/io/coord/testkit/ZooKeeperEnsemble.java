@@ -321,31 +321,32 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     }
 
     void kill(InstanceSpec spec) {
-        try {
-            if (!cluster.killServer(spec)) {
-                throw new IllegalStateException("no running server " + spec.getServerId());
-            }
-        } catch (IllegalStateException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new IllegalStateException("could not kill server " + spec.getServerId() + ": " + e, e);
-        }
+        onCluster("kill", spec, cluster::killServer);
     }
 
     void restart(InstanceSpec spec) {
-        try {
-            if (!cluster.restartServer(spec)) {
-                throw new IllegalStateException("no server " + spec.getServerId());
-            }
-        } catch (IllegalStateException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new IllegalStateException("could not restart server " + spec.getServerId() + ": " + e, e);
-        }
+        onCluster("restart", spec, cluster::restartServer);
         for (EmbeddedServer server : servers) {
             if (server.spec().equals(spec)) {
                 awaitServing(server);
             }
+        }
+    }
+
+    @FunctionalInterface
+    private interface ServerOperation {
+        boolean apply(InstanceSpec spec) throws Exception;
+    }
+
+    private static void onCluster(String what, InstanceSpec spec, ServerOperation operation) {
+        boolean done;
+        try {
+            done = operation.apply(spec);
+        } catch (Exception e) {
+            throw new IllegalStateException("could not " + what + " server " + spec.getServerId() + ": " + e, e);
+        }
+        if (!done) {
+            throw new IllegalStateException("could not " + what + " server " + spec.getServerId() + ": not found");
         }
     }
 

@@ -35,6 +35,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
     // Packets to the client whose header carries a negative xid are not replies: notifications, pings, auth.
     private static final int FIRST_REPLY_XID = 1;
     private static final byte[] END = new byte[0];
+    private static final byte[] NOTHING = new byte[0];
 
     private record Chunk(byte[] bytes, long dueNanos) {}
 
@@ -170,52 +171,67 @@ public final class ZooKeeperProxy implements AutoCloseable {
             BlockingQueue<Chunk> up = new ArrayBlockingQueue<>(CHUNKS_IN_FLIGHT);
             BlockingQueue<Chunk> down = new ArrayBlockingQueue<>(CHUNKS_IN_FLIGHT);
             String name = "zk-proxy-" + client.getPort();
-            daemon(name + "-up-read", () -> readRequests(client, server, up)).start();
-            daemon(name + "-up-write", () -> write(client, server, up)).start();
-            daemon(name + "-down-read", () -> readReplies(server, client, down)).start();
-            daemon(name + "-down-write", () -> write(server, client, down)).start();
-        }
-    }
-
-    private void readRequests(Socket from, Socket to, BlockingQueue<Chunk> queue) {
-        byte[] buffer = new byte[CHUNK_BYTES];
-        try {
-            InputStream in = from.getInputStream();
-            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                queue.put(new Chunk(Arrays.copyOf(buffer, n), System.nanoTime() + oneWayNanos));
+            try {
+                Source requests = requests(client);
+                Source replies = replies(server, client);
+                daemon(name + "-up-read", () -> read(client, server, up, requests))
+                        .start();
+                daemon(name + "-up-write", () -> write(client, server, up)).start();
+                daemon(name + "-down-read", () -> read(server, client, down, replies))
+                        .start();
+                daemon(name + "-down-write", () -> write(server, client, down)).start();
+            } catch (IOException e) {
+                end(client, server); // closed before the relay started
             }
-        } catch (IOException e) {
-            end(from, to);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            end(from, to);
-        } finally {
-            // Wakes a writer parked on an empty queue; a full queue means the writer is busy and finds out itself.
-            queue.offer(new Chunk(END, System.nanoTime() + oneWayNanos));
         }
     }
 
-    private void readReplies(Socket from, Socket to, BlockingQueue<Chunk> queue) {
+    /** One read of a direction: the bytes to pass on (empty: nothing this time), or null once it has ended. */
+    @FunctionalInterface
+    private interface Source {
+        byte[] next() throws IOException;
+    }
+
+    private Source requests(Socket from) throws IOException {
+        InputStream in = from.getInputStream();
+        byte[] buffer = new byte[CHUNK_BYTES];
+        return () -> {
+            int n = in.read(buffer);
+            return n < 0 ? null : Arrays.copyOf(buffer, n);
+        };
+    }
+
+    /** The server's side, packet by packet, so that a fault can pick the reply to a request. */
+    private Source replies(Socket from, Socket to) throws IOException {
+        DataInputStream in = new DataInputStream(new BufferedInputStream(from.getInputStream(), CHUNK_BYTES));
+        boolean[] handshake = {true}; // the first packet answers the handshake and has no header
+        return () -> {
+            int length = in.readInt();
+            byte[] packet = new byte[4 + length];
+            ByteBuffer.wrap(packet).putInt(length);
+            in.readFully(packet, 4, length);
+            boolean reply = !handshake[0]
+                    && length >= 4
+                    && ByteBuffer.wrap(packet, 4, 4).getInt() >= FIRST_REPLY_XID;
+            handshake[0] = false;
+            if (losingReplies) {
+                repliesLost.incrementAndGet();
+                return NOTHING;
+            }
+            if (reply && dropNextReply.compareAndSet(true, false)) {
+                repliesLost.incrementAndGet();
+                end(from, to);
+                return null;
+            }
+            return packet;
+        };
+    }
+
+    private void read(Socket from, Socket to, BlockingQueue<Chunk> queue, Source source) {
         try {
-            DataInputStream in = new DataInputStream(new BufferedInputStream(from.getInputStream(), CHUNK_BYTES));
-            boolean connectReply = true; // the first packet answers the handshake and has no header
-            while (true) {
-                int length = in.readInt();
-                byte[] packet = new byte[4 + length];
-                ByteBuffer.wrap(packet).putInt(length);
-                in.readFully(packet, 4, length);
-                boolean reply = !connectReply
-                        && length >= 4
-                        && ByteBuffer.wrap(packet, 4, 4).getInt() >= FIRST_REPLY_XID;
-                connectReply = false;
-                if (losingReplies) {
-                    repliesLost.incrementAndGet();
-                } else if (reply && dropNextReply.compareAndSet(true, false)) {
-                    repliesLost.incrementAndGet();
-                    end(from, to);
-                    return;
-                } else {
-                    queue.put(new Chunk(packet, System.nanoTime() + oneWayNanos));
+            for (byte[] bytes = source.next(); bytes != null; bytes = source.next()) {
+                if (bytes.length > 0) {
+                    queue.put(new Chunk(bytes, System.nanoTime() + oneWayNanos));
                 }
             }
         } catch (IOException e) {
@@ -224,6 +240,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
             Thread.currentThread().interrupt();
             end(from, to);
         } finally {
+            // Wakes a writer parked on an empty queue; a full queue means the writer is busy and finds out itself.
             queue.offer(new Chunk(END, System.nanoTime() + oneWayNanos));
         }
     }
