@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.coord.testkit.EmbeddedServer;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CountDownLatch;
@@ -71,8 +72,8 @@ final class Chaos implements Runnable {
             for (int round = 0; !pause(300, 1_200); round++) {
                 switch (round < 3 ? round : random.nextInt(3)) {
                     case 0 -> killAndRestartServer();
-                    case 1 -> expireOnServers(pickClient());
-                    default -> expireOnClient(pickClient());
+                    case 1 -> expireOnServers(pickConnected());
+                    default -> expireOnClient(pickConnected());
                 }
             }
         } catch (Exception e) {
@@ -93,13 +94,13 @@ final class Chaos implements Runnable {
     }
 
     private void expireOnServers(int index) throws Exception {
-        CuratorFramework client = awaitConnected(index);
+        CuratorFramework client = clients.get(index);
         long session = cluster.expireSession(client);
         timeline.add("chaos: expired session 0x" + Long.toHexString(session) + " of " + labels.get(index)
                 + " on the servers");
         // Counted only once the client is on a new session, which proves the old one really ended.
         await(labels.get(index) + " on a new session")
-                .atMost(Duration.ofSeconds(20))
+                .atMost(Duration.ofSeconds(30))
                 .until(() -> {
                     long now = ClusterFixture.sessionId(client);
                     return now != 0
@@ -112,23 +113,30 @@ final class Chaos implements Runnable {
     }
 
     private void expireOnClient(int index) throws Exception {
-        CuratorFramework client = awaitConnected(index);
+        CuratorFramework client = clients.get(index);
         long session = ClusterFixture.sessionId(client);
         timeline.add("chaos: " + labels.get(index) + " is told session 0x" + Long.toHexString(session) + " expired");
         cluster.expireSessionOnClient(client);
         clientExpiries.incrementAndGet();
     }
 
-    private int pickClient() {
-        return random.nextInt(clients.size());
-    }
-
-    private CuratorFramework awaitConnected(int index) {
-        CuratorFramework client = clients.get(index);
-        await(labels.get(index) + " connected")
-                .atMost(Duration.ofSeconds(20))
-                .until(() -> client.getZookeeperClient().isConnected() && ClusterFixture.sessionId(client) != 0);
-        return client;
+    /**
+     * A client that is connected now, picked at random. On a loaded machine one client can take long to reconnect
+     * after the last fault; the next fault goes to another rather than waiting for it.
+     */
+    private int pickConnected() {
+        List<Integer> connected = new ArrayList<>();
+        await("a client connected").atMost(Duration.ofSeconds(30)).until(() -> {
+            connected.clear();
+            for (int i = 0; i < clients.size(); i++) {
+                CuratorFramework client = clients.get(i);
+                if (client.getZookeeperClient().isConnected() && ClusterFixture.sessionId(client) != 0) {
+                    connected.add(i);
+                }
+            }
+            return !connected.isEmpty();
+        });
+        return connected.get(random.nextInt(connected.size()));
     }
 
     /** Waits a random time in the range; true if the run was stopped meanwhile. */
