@@ -19,36 +19,37 @@ import org.springframework.context.annotation.Bean;
 @ConditionalOnClass(CuratorFramework.class)
 @EnableConfigurationProperties(CoordProperties.class)
 public class CoordZooKeeperAutoConfiguration {
+    private static final Duration MAX_MILLIS = Duration.ofMillis(Integer.MAX_VALUE);
+
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
     @ConditionalOnProperty("coord.zookeeper.connect-string")
     public CuratorFramework coordCuratorFramework(CoordProperties properties) {
         CoordProperties.ZooKeeper zk = properties.getZookeeper();
-        requirePositive("coord.zookeeper.session-timeout", zk.getSessionTimeout());
-        requirePositive("coord.zookeeper.connection-timeout", zk.getConnectionTimeout());
-        requirePositive("coord.zookeeper.base-sleep", zk.getBaseSleep());
-        requirePositive("coord.zookeeper.max-sleep", zk.getMaxSleep());
+        int sessionTimeout = millis("coord.zookeeper.session-timeout", zk.getSessionTimeout());
+        int connectionTimeout = millis("coord.zookeeper.connection-timeout", zk.getConnectionTimeout());
+        int baseSleep = millis("coord.zookeeper.base-sleep", zk.getBaseSleep());
+        int maxSleep = millis("coord.zookeeper.max-sleep", zk.getMaxSleep());
         if (zk.getMaxRetries() < 0) {
             throw new IllegalArgumentException(
                     "coord.zookeeper.max-retries must not be negative: " + zk.getMaxRetries());
         }
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(zk.getConnectString())
-                .sessionTimeoutMs(Math.toIntExact(zk.getSessionTimeout().toMillis()))
-                .connectionTimeoutMs(Math.toIntExact(zk.getConnectionTimeout().toMillis()))
+                .sessionTimeoutMs(sessionTimeout)
+                .connectionTimeoutMs(connectionTimeout)
                 .namespace(zk.getNamespace())
-                .retryPolicy(new ExponentialBackoffRetry(
-                        Math.toIntExact(zk.getBaseSleep().toMillis()),
-                        zk.getMaxRetries(),
-                        Math.toIntExact(zk.getMaxSleep().toMillis())))
+                .retryPolicy(new ExponentialBackoffRetry(baseSleep, zk.getMaxRetries(), maxSleep))
                 .build();
         client.start();
         return client;
     }
 
-    private static void requirePositive(String property, Duration value) {
-        if (value == null || value.isZero() || value.isNegative()) {
-            throw new IllegalArgumentException(property + " must be positive: " + value);
+    /** Curator takes these as int milliseconds: a value must be positive and fit, or the context fails naming it. */
+    private static int millis(String property, Duration value) {
+        if (value == null || value.isZero() || value.isNegative() || value.compareTo(MAX_MILLIS) > 0) {
+            throw new IllegalArgumentException(property + " must be positive and at most " + MAX_MILLIS + ": " + value);
         }
+        return (int) value.toMillis(); // bounded above
     }
 }

@@ -149,7 +149,15 @@ class CoordAutoConfigurationTest {
                 .run(context -> assertThat(context)
                         .getFailure()
                         .rootCause()
-                        .hasMessage("coord.zookeeper.session-timeout must be positive: PT0S"));
+                        .hasMessage("coord.zookeeper.session-timeout must be positive and at most PT596H31M23.647S:"
+                                + " PT0S"));
+        runner.withPropertyValues(
+                        "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.base-sleep=100000d")
+                .run(context -> assertThat(context)
+                        .getFailure()
+                        .rootCause()
+                        .hasMessage("coord.zookeeper.base-sleep must be positive and at most PT596H31M23.647S:"
+                                + " PT2400000H"));
         runner.withPropertyValues(
                         "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.max-retries=-1")
                 .run(context -> assertThat(context)
