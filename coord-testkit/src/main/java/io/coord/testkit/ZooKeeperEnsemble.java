@@ -1,7 +1,7 @@
 package io.coord.testkit;
 
 import java.io.IOException;
-import java.lang.reflect.Field;
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -12,7 +12,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
-import java.util.function.IntFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.curator.framework.CuratorFramework;
@@ -20,12 +19,10 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.test.InstanceSpec;
 import org.apache.curator.test.TestingCluster;
-import org.apache.curator.test.TestingZooKeeperServer;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.FourLetterWordMain;
 import org.apache.zookeeper.data.Stat;
-import org.apache.zookeeper.util.ServiceUtils;
 
 /**
  * An embedded ZooKeeper ensemble for tests: real servers in this JVM, clients with short sessions that the
@@ -45,9 +42,6 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     private static final Duration MIN_SESSION = Duration.ofMillis(2L * TICK_MS);
     private static final Duration MAX_SESSION = Duration.ofMillis(20L * TICK_MS);
     private static final Duration SERVER_READY = Duration.ofSeconds(60);
-    // A first start that does not serve by then is tried again on fresh ports, at most this many times.
-    private static final Duration SERVER_START = Duration.ofSeconds(30);
-    private static final int START_ATTEMPTS = 3;
     private static final Duration CONNECT_WAIT = Duration.ofSeconds(15);
     private static final Duration POLL = Duration.ofMillis(50);
     private static final int FOUR_LETTER_TIMEOUT_MS = 5_000;
@@ -82,8 +76,6 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     public static final class Builder {
         private int servers = 1;
         private Duration sessionTimeout = DEFAULT_SESSION_TIMEOUT;
-        private IntFunction<List<InstanceSpec>> specsForAttempt = attempt -> freshSpecs();
-        private Duration startPatience = SERVER_START;
 
         private Builder() {}
 
@@ -115,71 +107,49 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             if (System.getProperty("zookeeper.4lw.commands.whitelist") == null) {
                 System.setProperty("zookeeper.4lw.commands.whitelist", "*");
             }
-            keepServersFromEndingTheJvm();
-            for (int attempt = 1; ; attempt++) {
-                try {
-                    return startOnce(specsForAttempt.apply(attempt));
-                } catch (Exception e) {
-                    if (attempt == START_ATTEMPTS) {
-                        throw e;
-                    }
-                }
-            }
-        }
-
-        /**
-         * A server that cannot start (its port taken between being picked and being bound) asks ZooKeeper to end the
-         * JVM, which in a test run ends every test after it. Here it must fail the start instead, which a fresh set
-         * of ports then retries. ZooKeeper's exit goes through {@link ServiceUtils}, which is told to only log; but
-         * its embedded server, which curator-test prefers when ZooKeeper has it, sets the exit back on each start, so
-         * curator-test is told to run its own server classes, which never do. If a later curator-test moves that
-         * switch, servers run embedded as before.
-         */
-        private static void keepServersFromEndingTheJvm() {
-            try {
-                Field embedded = TestingZooKeeperServer.class.getDeclaredField("hasZooKeeperServerEmbedded");
-                embedded.setAccessible(true);
-                embedded.setBoolean(null, false);
-            } catch (ReflectiveOperationException | RuntimeException e) {
-                // Embedded servers it is: they work, and only a failed start ends the JVM.
-            }
-            ServiceUtils.setSystemExitProcedure(ServiceUtils.LOG_ONLY);
-        }
-
-        /** For tests of the retry: the servers of each attempt, and how long an attempt may take to serve. */
-        Builder startWith(IntFunction<List<InstanceSpec>> specs, Duration patience) {
-            this.specsForAttempt = specs;
-            this.startPatience = patience;
-            return this;
-        }
-
-        /** Servers on ports picked now, with the ensemble's settings. */
-        List<InstanceSpec> freshSpecs() {
-            List<InstanceSpec> specs = new ArrayList<>();
-            for (int id = 1; id <= servers; id++) {
-                specs.add(spec(id, -1));
-            }
-            return specs;
-        }
-
-        static InstanceSpec spec(int id, int port) {
-            // maxClientCnxns 0 lifts the per-address limit: every client of a test comes from loopback.
-            return new InstanceSpec(null, port, -1, -1, true, id, TICK_MS, 0);
-        }
-
-        private ZooKeeperEnsemble startOnce(List<InstanceSpec> specs) throws Exception {
+            List<InstanceSpec> specs = specs(servers);
             TestingCluster cluster = new TestingCluster(specs);
             ZooKeeperEnsemble ensemble = new ZooKeeperEnsemble(cluster, specs, sessionTimeout);
             try {
                 cluster.start();
                 for (EmbeddedServer server : ensemble.servers) {
-                    ensemble.awaitServing(server, startPatience);
+                    ensemble.awaitServing(server, SERVER_READY);
                 }
             } catch (Exception | Error e) {
                 ensemble.close();
                 throw e;
             }
             return ensemble;
+        }
+    }
+
+    /**
+     * Specs for {@code count} servers whose 3 ports each (client, quorum, election) are all different. Each port is
+     * picked by binding a socket to port 0 and kept bound until every port is picked: curator-test picks each port
+     * alone and frees it at once, so two ports of one ensemble can come out the same, and the second server to bind
+     * it fails (its embedded ZooKeeper then ends the JVM).
+     */
+    static List<InstanceSpec> specs(int count) throws IOException {
+        List<ServerSocket> held = new ArrayList<>();
+        try {
+            int[] ports = new int[3 * count];
+            for (int i = 0; i < ports.length; i++) {
+                ServerSocket socket = new ServerSocket(0);
+                held.add(socket);
+                ports[i] = socket.getLocalPort();
+            }
+            List<InstanceSpec> specs = new ArrayList<>();
+            for (int id = 1; id <= count; id++) {
+                int first = 3 * (id - 1);
+                // maxClientCnxns 0 lifts the per-address limit: every client of a test comes from loopback.
+                specs.add(
+                        new InstanceSpec(null, ports[first], ports[first + 1], ports[first + 2], true, id, TICK_MS, 0));
+            }
+            return specs;
+        } finally {
+            for (ServerSocket socket : held) {
+                socket.close();
+            }
         }
     }
 
