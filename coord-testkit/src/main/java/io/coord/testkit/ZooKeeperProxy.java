@@ -12,6 +12,7 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -36,6 +37,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private static final int FIRST_REPLY_XID = 1;
     private static final byte[] END = new byte[0];
     private static final byte[] NOTHING = new byte[0];
+    private static final Duration LONGEST = Duration.ofDays(1);
 
     private record Chunk(byte[] bytes, long dueNanos) {}
 
@@ -79,10 +81,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
      * network would; {@link Duration#ZERO} takes the delay away.
      */
     public ZooKeeperProxy delay(Duration rtt) {
-        if (rtt.isNegative()) {
-            throw new IllegalArgumentException("rtt must not be negative, was " + rtt);
-        }
-        oneWayNanos = rtt.toNanos() / 2;
+        oneWayNanos = bounded("rtt", rtt).toNanos() / 2;
         return this;
     }
 
@@ -102,11 +101,17 @@ public final class ZooKeeperProxy implements AutoCloseable {
      * period ends. Its session survives if the period is shorter than the session timeout, and expires otherwise.
      */
     public void cutOff(Duration period) {
-        if (period.isNegative()) {
-            throw new IllegalArgumentException("period must not be negative, was " + period);
-        }
-        refusingUntilNanos = System.nanoTime() + period.toNanos();
+        refusingUntilNanos = System.nanoTime() + bounded("period", period).toNanos();
         cutConnections();
+    }
+
+    /** A test's delay or cut: not negative, and at most a day, which no test waits out. */
+    private static Duration bounded(String what, Duration value) {
+        Objects.requireNonNull(value, what);
+        if (value.isNegative() || value.compareTo(LONGEST) > 0) {
+            throw new IllegalArgumentException(what + " must be between 0 and " + LONGEST + ", was " + value);
+        }
+        return value;
     }
 
     /** While on, whatever the server sends is dropped; the client's requests still get through. */

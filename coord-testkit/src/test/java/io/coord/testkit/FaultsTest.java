@@ -97,7 +97,12 @@ class FaultsTest {
         // A lower bound only: the proxy can hold a request back, never hurry it.
         assertTrue(System.nanoTime() - start >= rtt.multipliedBy(2).toNanos());
 
-        assertThrows(IllegalArgumentException.class, () -> proxy.delay(Duration.ofMillis(-1)));
+        IllegalArgumentException negative =
+                assertThrows(IllegalArgumentException.class, () -> proxy.delay(Duration.ofMillis(-1)));
+        assertEquals("rtt must be between 0 and PT24H, was PT-0.001S", negative.getMessage());
+        IllegalArgumentException endless =
+                assertThrows(IllegalArgumentException.class, () -> proxy.cutOff(Duration.ofDays(400_000)));
+        assertEquals("period must be between 0 and PT24H, was PT9600000H", endless.getMessage());
     }
 
     @Test
