@@ -24,6 +24,13 @@ public final class Ensemble implements AutoCloseable {
     /** Short, so that a killed server's sessions expire within a demo's patience, yet long enough for a busy 2-core box. */
     public static final Duration SESSION_TIMEOUT = Duration.ofSeconds(5);
 
+    /**
+     * The longest session the embedded servers grant (20 ticks of 1 s), for sessions that wait. ZooKeeper's client
+     * pings a session that sent nothing for a third of its timeout less a second, and the servers count each ping as
+     * a request: with 5 s sessions a waiter that waits a second for its turn pings once or twice per operation.
+     */
+    public static final Duration LONG_SESSION_TIMEOUT = Duration.ofSeconds(20);
+
     private static final Duration CONNECT_WAIT = Duration.ofSeconds(30);
     private static final String FORCE_SYNC = "zookeeper.forceSync";
 
@@ -120,11 +127,20 @@ public final class Ensemble implements AutoCloseable {
         return newClient(String.join(",", clientAddresses()));
     }
 
+    /** A started, connected client of the whole ensemble whose session lasts {@code sessionTimeout}. */
+    public CuratorFramework newClient(Duration sessionTimeout) throws InterruptedException {
+        return newClient(String.join(",", clientAddresses()), sessionTimeout);
+    }
+
     /** A started, connected client of the servers in {@code connectString} only. */
     public CuratorFramework newClient(String connectString) throws InterruptedException {
+        return newClient(connectString, SESSION_TIMEOUT);
+    }
+
+    private CuratorFramework newClient(String connectString, Duration sessionTimeout) throws InterruptedException {
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(connectString)
-                .sessionTimeoutMs((int) SESSION_TIMEOUT.toMillis())
+                .sessionTimeoutMs((int) sessionTimeout.toMillis())
                 .connectionTimeoutMs(3_000)
                 .retryPolicy(new RetryNTimes(30, 200))
                 // The tracker would rewrite the connect string from the ensemble's config and bypass the proxy.

@@ -16,7 +16,8 @@ import org.apache.zookeeper.client.FourLetterWordMain;
  * every server. {@code mntr}'s {@code zk_packets_received} would be the obvious source, but on ZooKeeper 3.9.3 it does
  * not move with client requests (it counted only the four-letter-word connections here), and {@code mntr}'s request
  * metrics are one JVM-wide registry that in-process servers share. A connection's count starts again when it
- * reconnects, so a window must not span a reconnect; session pings are included, and negligible over many operations.
+ * reconnects, so a window must not span a reconnect. Session pings are included: a session pings when it has sent
+ * nothing for a third of its timeout less a second, so sessions that wait long between requests need long timeouts.
  */
 public final class ServerCounters {
     private static final int TIMEOUT_MS = 5_000;

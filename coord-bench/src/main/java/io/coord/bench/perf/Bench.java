@@ -67,7 +67,8 @@ public final class Bench {
                 "coord's release returns once its delete is sent; ZooKeeper runs a session's requests in order, so the"
                         + " session's next request still sees it");
         notes.add(
-                "req/op is the servers' own count of requests received in the window (cons: recved per session), session pings included");
+                "req/op is the servers' own count of requests received in the window (cons: recved per session), session"
+                        + " pings included; the sessions last 20 s, so one that waits its turn seldom pings");
         Results results = new Results(
                 date,
                 machine(),

@@ -32,11 +32,13 @@ public final class BenchContext {
 
     /**
      * The first {@code n} of a pool of sessions that lives for the whole run. coord and Curator take turns on the
-     * same sessions, so neither side pays for connecting and both see the same spread over the servers.
+     * same sessions, so neither side pays for connecting and both see the same spread over the servers. Their
+     * sessions are long ({@link Ensemble#LONG_SESSION_TIMEOUT}), so that a session waiting its turn does not ping:
+     * the servers would count its pings as requests of whichever side waits longer.
      */
     public List<CuratorFramework> sessions(int n) throws InterruptedException {
         while (sessions.size() < n) {
-            sessions.add(ensemble.newClient());
+            sessions.add(ensemble.newClient(Ensemble.LONG_SESSION_TIMEOUT));
         }
         return List.copyOf(sessions.subList(0, n));
     }

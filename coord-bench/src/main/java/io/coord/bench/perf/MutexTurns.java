@@ -15,9 +15,17 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
  * @param curator one turn on Curator's {@code InterProcessMutex} per session
  */
 record MutexTurns(List<Load.Op> coord, List<Load.Op> curator) {
-    /** Turns for every session on the two paths; {@code label} names the guards, e.g. "2" or "9". */
+    /**
+     * Turns for every session on the two paths; {@code label} names the guards, e.g. "2" or "9". Both paths are
+     * created first: otherwise every session's first turn would race to make them, its create failing and its client
+     * making the parents, one exists and one create per level, with calls no tracer sees.
+     */
     static MutexTurns of(
-            BenchContext ctx, List<CuratorFramework> sessions, String label, String coordPath, String curatorPath) {
+            BenchContext ctx, List<CuratorFramework> sessions, String label, String coordPath, String curatorPath)
+            throws Exception {
+        for (String path : List.of(coordPath, curatorPath)) {
+            sessions.get(0).create().creatingParentsIfNeeded().forPath(path);
+        }
         int n = sessions.size();
         Safety.Guard coordGuard = ctx.safety().guard(label + " coord ReentrantMutex, " + n + " sessions", 1);
         Safety.Guard curatorGuard = ctx.safety().guard(label + " Curator InterProcessMutex, " + n + " sessions", 1);
