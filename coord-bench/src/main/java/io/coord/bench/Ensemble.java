@@ -124,7 +124,7 @@ public final class Ensemble implements AutoCloseable {
 
     /** A started, connected client of the whole ensemble; closed by {@link #close()} unless closed before. */
     public CuratorFramework newClient() throws InterruptedException {
-        return newClient(String.join(",", clientAddresses()));
+        return newClient(SESSION_TIMEOUT);
     }
 
     /** A started, connected client of the whole ensemble whose session lasts {@code sessionTimeout}. */

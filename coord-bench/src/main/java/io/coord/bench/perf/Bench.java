@@ -68,7 +68,8 @@ public final class Bench {
                         + " session's next request still sees it");
         notes.add(
                 "req/op is the servers' own count of requests received in the window (cons: recved per session), session"
-                        + " pings included; the sessions last 20 s, so one that waits its turn seldom pings");
+                        + " pings included; the sessions ask for " + Ensemble.LONG_SESSION_TIMEOUT.toSeconds()
+                        + " s, so one that waits its turn seldom pings");
         Results results = new Results(
                 date,
                 machine(),
