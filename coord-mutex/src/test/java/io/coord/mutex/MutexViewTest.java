@@ -167,6 +167,40 @@ class MutexViewTest {
     }
 
     @Test
+    void aViewThatOtherSessionsCrowdPastTheBoundIsDroppedWithoutAnEntryOfItsOwn() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-herd-idle");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = zk.newClient(counter);
+        ClientContext context = ClientContext.of(client);
+        context.configureViews(context.viewSettings().withMaxOthers(2).withLinger(Duration.ofMinutes(1)));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        MutexRequestCountTest.primeView(mutex); // the view now lingers, idle, for a minute
+        assertEquals(
+                1, counter.count(path, "AddWatch"), () -> counter.names(path).toString());
+        assertEquals(1, zk.ensemble().watchesUnder(path).getOrDefault(path, 0));
+
+        List<CompletableFuture<Lease>> queued = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            ReentrantMutex other = new ReentrantMutex(zk.newClient(), path);
+            queued.add(other.acquireAsync());
+            int n = i + 1;
+            await().until(() -> other.participants().size() == n);
+        }
+
+        // The third node of other sessions puts the path over the bound of two: the view's watch goes at once,
+        // so that an idle client does not hear every create and delete of a crowded path until it enters again.
+        await().until(() -> zk.ensemble().watchesUnder(path).getOrDefault(path, 0) == 0);
+        for (CompletableFuture<Lease> other : queued) {
+            other.get(10, TimeUnit.SECONDS).close();
+        }
+        mutex.acquire();
+        mutex.release();
+        assertEquals(1, counter.count(path, "AddWatch"), () -> "a crowded view stays dropped: " + counter.names(path));
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aHolderWhoseNodeSomebodyElseDeletesTurnsLost() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-deleted-holder");
         CuratorFramework admin = zk.newClient();

@@ -732,7 +732,14 @@ final class PathView {
             return; // the read on its way covers it
         }
         switch (nodes.created(child)) {
-            case ADDED -> changed(todo);
+            case ADDED -> {
+                // The bound holds between this client's own entries too: a burst of others' nodes on a quiet path
+                // drops the view now, not when this client next enters (a node of ours whose create has not
+                // answered yet counts as another's for that moment).
+                if (checkCrowd(todo)) {
+                    changed(todo);
+                }
+            }
             case KNOWN -> {}
             case MISSED -> becomeUnusable(Unusable.BLIND, todo);
             case UNCOUNTED -> resync(todo);
