@@ -1,6 +1,5 @@
 package io.coord.core;
 
-import java.util.Comparator;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -16,8 +15,6 @@ public record SequenceNode(String name, String prefix, long sequence) implements
     private static final int SEQUENCE_DIGITS = 10;
     private static final String PROTECTION_MARKER = "_c_";
     private static final int UUID_LENGTH = 36;
-    private static final Comparator<SequenceNode> ORDER =
-            Comparator.comparingLong(SequenceNode::sequence).thenComparing(SequenceNode::name);
 
     public SequenceNode {
         Objects.requireNonNull(name, "name");
@@ -31,15 +28,17 @@ public record SequenceNode(String name, String prefix, long sequence) implements
         if (split < 0) {
             return Optional.empty();
         }
+        long sequence = 0;
         for (int i = split; i < childName.length(); i++) {
             char c = childName.charAt(i);
             if (c < '0' || c > '9') {
                 return Optional.empty();
             }
+            sequence = sequence * 10 + (c - '0');
         }
-        long sequence = Long.parseLong(childName.substring(split));
-        String head = childName.substring(0, split);
-        return Optional.of(new SequenceNode(childName, stripProtection(head), sequence));
+        // Ten digits always fit a long.
+        int prefixStart = split >= markerEnd() && isProtected(childName) ? markerEnd() : 0;
+        return Optional.of(new SequenceNode(childName, childName.substring(prefixStart, split), sequence));
     }
 
     /** The protection id ({@code <uuid>} in {@code _c_<uuid>-...}), or empty for unprotected names. */
@@ -51,7 +50,8 @@ public record SequenceNode(String name, String prefix, long sequence) implements
 
     @Override
     public int compareTo(SequenceNode other) {
-        return ORDER.compare(this, other);
+        int bySequence = Long.compare(sequence, other.sequence);
+        return bySequence != 0 ? bySequence : name.compareTo(other.name);
     }
 
     private static int markerEnd() {
@@ -62,9 +62,5 @@ public record SequenceNode(String name, String prefix, long sequence) implements
         return name.startsWith(PROTECTION_MARKER)
                 && name.length() >= markerEnd()
                 && name.charAt(markerEnd() - 1) == '-';
-    }
-
-    private static String stripProtection(String head) {
-        return isProtected(head) ? head.substring(markerEnd()) : head;
     }
 }

@@ -72,7 +72,12 @@ final class OwnNodes {
 
     /** A node under one of our ids that is not one of this generation's: a stray copy of one of our creates. */
     boolean isStray(SequenceNode node) {
-        return !isCurrent(node.name()) && prefixes.stream().anyMatch(node.name()::startsWith);
+        for (String prefix : prefixes) {
+            if (node.name().startsWith(prefix)) {
+                return !isCurrent(node.name());
+            }
+        }
+        return false;
     }
 
     /** Hands this generation's names over (to a lease, or to be deleted) and forgets them. */

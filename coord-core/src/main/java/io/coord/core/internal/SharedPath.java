@@ -93,12 +93,9 @@ final class SharedPath {
         }
     }
 
-    boolean isKnownDeleted(SequenceNode node) {
-        return node.name().equals(deleted.get(node.sequence()));
-    }
-
-    boolean hasKnownDeletions() {
-        return !deleted.isEmpty();
+    /** The deletions noted so far of nodes with sequences from {@code from} up to, not including, {@code to}. */
+    Map<Long, String> knownDeletions(long from, long to) {
+        return deleted.subMap(from, true, to, false);
     }
 
     /**
@@ -284,11 +281,17 @@ final class SharedPath {
     }
 
     private static SequenceNode[] sorted(List<String> children) {
-        SequenceNode[] nodes = children.stream()
-                .map(SequenceNode::parse)
-                .flatMap(Optional::stream)
-                .toArray(SequenceNode[]::new);
-        Arrays.sort(nodes);
-        return nodes;
+        // A plain loop: with hundreds of contenders this runs for each of them on every read.
+        SequenceNode[] nodes = new SequenceNode[children.size()];
+        int count = 0;
+        for (String child : children) {
+            Optional<SequenceNode> node = SequenceNode.parse(child);
+            if (node.isPresent()) {
+                nodes[count++] = node.get();
+            }
+        }
+        SequenceNode[] parsed = count == nodes.length ? nodes : Arrays.copyOf(nodes, count);
+        Arrays.sort(parsed);
+        return parsed;
     }
 }
