@@ -43,12 +43,15 @@ final class ContendedMutex implements Scenario {
             Load.concurrent(ctx, discard, turns.curator(), WARM_UP);
             Sample coord = new Sample("coord ReentrantMutex");
             Sample curator = new Sample("Curator InterProcessMutex");
-            for (int round = 1; round <= ctx.plan().rounds(); round++) {
-                ctx.progress("2 contended mutex, " + n + " sessions: round " + round + "/"
-                        + ctx.plan().rounds());
-                Load.concurrent(ctx, coord, turns.coord(), ctx.plan().loadRun());
-                Load.concurrent(ctx, curator, turns.curator(), ctx.plan().loadRun());
-            }
+            Rounds.run(
+                    ctx,
+                    "2 contended mutex, " + n + " sessions",
+                    ctx.plan().rounds(),
+                    List.of(
+                            () -> Load.concurrent(
+                                    ctx, coord, turns.coord(), ctx.plan().loadRun()),
+                            () -> Load.concurrent(
+                                    ctx, curator, turns.curator(), ctx.plan().loadRun())));
             rows.add(new Row(id(), title(), n + " sessions", coord.figures(), List.of(curator.figures())));
         }
         return rows;

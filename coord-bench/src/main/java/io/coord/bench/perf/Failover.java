@@ -61,11 +61,13 @@ final class Failover implements Scenario {
                 (i, session, events) -> curatorCandidate(session, curatorPath, i, curatorGuard, events);
         Sample coord = new Sample("coord LeaderLatch");
         Sample curator = new Sample("Curator LeaderLatch");
-        for (int round = 1; round <= ctx.plan().rounds(); round++) {
-            ctx.progress("7 leader failover: round " + round + "/" + ctx.plan().rounds());
-            failovers(ctx, sessions, coordFactory, coord);
-            failovers(ctx, sessions, curatorFactory, curator);
-        }
+        Rounds.run(
+                ctx,
+                "7 leader failover",
+                ctx.plan().rounds(),
+                List.of(
+                        () -> failovers(ctx, sessions, coordFactory, coord),
+                        () -> failovers(ctx, sessions, curatorFactory, curator)));
         return List.of(new Row(id(), title(), CANDIDATES + " candidates", coord.figures(), List.of(curator.figures())));
     }
 

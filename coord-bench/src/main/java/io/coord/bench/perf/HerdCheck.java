@@ -1,5 +1,6 @@
 package io.coord.bench.perf;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.OptionalLong;
 import org.apache.curator.framework.CuratorFramework;
@@ -13,6 +14,8 @@ import org.apache.curator.framework.CuratorFramework;
  */
 final class HerdCheck implements Scenario {
     static final int SESSIONS = 256;
+    /** Unmeasured load per side before the rounds, as in scenario 2: the contended path is measured warm. */
+    private static final Duration WARM_UP = Duration.ofSeconds(2);
 
     @Override
     public String id() {
@@ -34,12 +37,17 @@ final class HerdCheck implements Scenario {
         Sample curator = new Sample("Curator InterProcessMutex");
         Sent coordSent = new Sent();
         Sent curatorSent = new Sent();
-        for (int round = 1; round <= ctx.plan().rounds(); round++) {
-            ctx.progress("9 herd check, " + SESSIONS + " sessions: round " + round + "/"
-                    + ctx.plan().rounds());
-            coordSent.measure(ctx, coord, turns.coord());
-            curatorSent.measure(ctx, curator, turns.curator());
-        }
+        Sample discard = new Sample("warm-up");
+        ctx.progress("9 herd check, " + SESSIONS + " sessions: warming up");
+        Load.concurrent(ctx, discard, turns.coord(), WARM_UP);
+        Load.concurrent(ctx, discard, turns.curator(), WARM_UP);
+        Rounds.run(
+                ctx,
+                "9 herd check, " + SESSIONS + " sessions",
+                ctx.plan().rounds(),
+                List.of(
+                        () -> coordSent.measure(ctx, coord, turns.coord()),
+                        () -> curatorSent.measure(ctx, curator, turns.curator())));
         coord.extra(coordSent.perOp());
         curator.extra(curatorSent.perOp());
         return List.of(new Row(

@@ -8,7 +8,7 @@ import java.util.List;
  * timed runs and rounds, and shrinks only scenarios 3 and 8, which the run's notes then say.
  *
  * @param quick whether this is the {@code --quick} plan
- * @param rounds A/B rounds for the timed scenarios (each round runs coord, then Curator)
+ * @param rounds A/B rounds for the timed scenarios (see {@link Rounds}: coord first in odd rounds, Curator in even)
  * @param uncontendedOps acquire+release pairs per side per round in scenario 1
  * @param loadRun how long each side runs per round in scenarios 2, 4 and 5
  * @param handOffWaiters queue lengths of scenario 3

@@ -56,12 +56,14 @@ final class ReadWrite implements Scenario {
         }
         Sample coord = new Sample("coord ReadWriteMutex");
         Sample curator = new Sample("Curator InterProcessReadWriteLock");
-        for (int round = 1; round <= ctx.plan().rounds(); round++) {
-            ctx.progress("4 read/write, " + SESSIONS + " sessions: round " + round + "/"
-                    + ctx.plan().rounds());
-            Load.concurrent(ctx, coord, coordOps, ctx.plan().loadRun());
-            Load.concurrent(ctx, curator, curatorOps, ctx.plan().loadRun());
-        }
+        Rounds.run(
+                ctx,
+                "4 read/write, " + SESSIONS + " sessions",
+                ctx.plan().rounds(),
+                List.of(
+                        () -> Load.concurrent(ctx, coord, coordOps, ctx.plan().loadRun()),
+                        () -> Load.concurrent(
+                                ctx, curator, curatorOps, ctx.plan().loadRun())));
         return List.of(new Row(id(), title(), SESSIONS + " sessions", coord.figures(), List.of(curator.figures())));
     }
 

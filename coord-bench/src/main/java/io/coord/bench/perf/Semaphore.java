@@ -56,12 +56,14 @@ final class Semaphore implements Scenario {
         }
         Sample coord = new Sample("coord DistributedSemaphore");
         Sample curator = new Sample("Curator InterProcessSemaphoreV2");
-        for (int round = 1; round <= ctx.plan().rounds(); round++) {
-            ctx.progress("5 semaphore, " + SESSIONS + " sessions: round " + round + "/"
-                    + ctx.plan().rounds());
-            Load.concurrent(ctx, coord, coordOps, ctx.plan().loadRun());
-            Load.concurrent(ctx, curator, curatorOps, ctx.plan().loadRun());
-        }
+        Rounds.run(
+                ctx,
+                "5 semaphore, " + SESSIONS + " sessions",
+                ctx.plan().rounds(),
+                List.of(
+                        () -> Load.concurrent(ctx, coord, coordOps, ctx.plan().loadRun()),
+                        () -> Load.concurrent(
+                                ctx, curator, curatorOps, ctx.plan().loadRun())));
         return List.of(new Row(
                 id(),
                 title(),

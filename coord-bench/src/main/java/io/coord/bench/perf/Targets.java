@@ -41,7 +41,7 @@ final class Targets {
         targets.add(TargetResult.atMost(
                 "7 failover median latency",
                 ratio(rows, "7", null).map(Figures.Ratios::median).orElse(Double.NaN),
-                0.8));
+                0.7));
         targets.add(TargetResult.below(
                 "8 coord threads added while waiters pend (absolute)",
                 row(rows, "8", null).map(r -> r.coord().extra()).orElse(Double.NaN),

@@ -80,12 +80,15 @@ final class UncontendedMutex implements Scenario {
         Sample floor = new Sample("floor: create + pipelined delete, no lock");
         // Short windows, many turns: drift hits both sides alike. --quick keeps it short.
         int rounds = ctx.plan().quick() ? ctx.plan().rounds() : ctx.plan().rounds() * 2;
-        for (int round = 1; round <= rounds; round++) {
-            ctx.progress("1 uncontended mutex: round " + round + "/" + rounds);
-            Load.sequential(ctx, coord, coordOp, ctx.plan().uncontendedOps());
-            Load.sequential(ctx, curator, curatorOp, ctx.plan().uncontendedOps());
-            Load.sequential(ctx, floor, floorOp, ctx.plan().uncontendedOps());
-        }
+        int ops = ctx.plan().uncontendedOps();
+        Rounds.run(
+                ctx,
+                "1 uncontended mutex",
+                rounds,
+                List.of(
+                        () -> Load.sequential(ctx, coord, coordOp, ops),
+                        () -> Load.sequential(ctx, curator, curatorOp, ops),
+                        () -> Load.sequential(ctx, floor, floorOp, ops)));
         String last = lastNode.getAndSet(null);
         if (last != null) {
             client.delete().forPath(last);
