@@ -12,8 +12,9 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code coord.view} — {@code on} (the default) or {@code off}. Off forces every path of the client into the
  *       predecessor-watch engine: one children read per entry and one watch per waiter, no persistent watch.
  *   <li>{@code coord.view.maxOthers} — the herd bound: a client keeps a path's view only while the path holds at
- *       most this many nodes besides its own (default 32). Above it the path falls back to predecessor watches, and
- *       comes back to the view once a read finds at most half as many.
+ *       most this many nodes besides its own (default 32), checked at each of its own entries and at every create
+ *       the view hears. Above it the path falls back to predecessor watches, and comes back to the view once four
+ *       reads in a row find at most half as many ({@link HerdBound}).
  *   <li>{@code coord.view.linger} — how long a view outlives its last user: no acquisition, no held lease and no
  *       observer of the client on the path (default {@code PT2S}, ISO-8601, or a number of milliseconds). Then its
  *       persistent watch is removed on the server.
