@@ -122,18 +122,8 @@ class MutexViewTest {
     void pastTheHerdBoundAPathFallsBackToPredecessorWatchesAndComesBackOnceQuiet() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-herd");
         RequestCounter counter = new RequestCounter();
-        CuratorFramework client = zk.newClient(counter);
-        ClientContext context = ClientContext.of(client);
-        context.configureViews(context.viewSettings().withMaxOthers(2).withLinger(Duration.ofMinutes(1)));
-        List<ReentrantMutex> others = new ArrayList<>();
-        List<CompletableFuture<Lease>> queued = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            ReentrantMutex other = new ReentrantMutex(zk.newClient(), path);
-            others.add(other);
-            queued.add(other.acquireAsync());
-            int n = i + 1;
-            await().until(() -> other.participants().size() == n);
-        }
+        CuratorFramework client = clientWithHerdBoundOfTwo(counter);
+        List<CompletableFuture<Lease>> queued = queueThreeOtherSessions(path);
         ReentrantMutex mutex = new ReentrantMutex(client, path);
 
         CompletableFuture<Lease> crowded = mutex.acquireAsync();
@@ -170,22 +160,14 @@ class MutexViewTest {
     void aViewThatOtherSessionsCrowdPastTheBoundIsDroppedWithoutAnEntryOfItsOwn() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-herd-idle");
         RequestCounter counter = new RequestCounter();
-        CuratorFramework client = zk.newClient(counter);
-        ClientContext context = ClientContext.of(client);
-        context.configureViews(context.viewSettings().withMaxOthers(2).withLinger(Duration.ofMinutes(1)));
+        CuratorFramework client = clientWithHerdBoundOfTwo(counter);
         ReentrantMutex mutex = new ReentrantMutex(client, path);
         MutexRequestCountTest.primeView(mutex); // the view now lingers, idle, for a minute
         assertEquals(
                 1, counter.count(path, "AddWatch"), () -> counter.names(path).toString());
         assertEquals(1, zk.ensemble().watchesUnder(path).getOrDefault(path, 0));
 
-        List<CompletableFuture<Lease>> queued = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            ReentrantMutex other = new ReentrantMutex(zk.newClient(), path);
-            queued.add(other.acquireAsync());
-            int n = i + 1;
-            await().until(() -> other.participants().size() == n);
-        }
+        List<CompletableFuture<Lease>> queued = queueThreeOtherSessions(path);
 
         // The third node of other sessions puts the path over the bound of two: the view's watch goes at once,
         // so that an idle client does not hear every create and delete of a crowded path until it enters again.
@@ -198,6 +180,26 @@ class MutexViewTest {
         assertEquals(1, counter.count(path, "AddWatch"), () -> "a crowded view stays dropped: " + counter.names(path));
         client.close();
         zk.assertNoLeaks(path);
+    }
+
+    /** A client whose views allow two nodes of other sessions, and linger for a minute. */
+    private static CuratorFramework clientWithHerdBoundOfTwo(RequestCounter counter) throws InterruptedException {
+        CuratorFramework client = zk.newClient(counter);
+        ClientContext context = ClientContext.of(client);
+        context.configureViews(context.viewSettings().withMaxOthers(2).withLinger(Duration.ofMinutes(1)));
+        return client;
+    }
+
+    /** Three sessions queue on {@code path} one after another: the first holds, the others wait. */
+    private static List<CompletableFuture<Lease>> queueThreeOtherSessions(String path) throws InterruptedException {
+        List<CompletableFuture<Lease>> queued = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            ReentrantMutex other = new ReentrantMutex(zk.newClient(), path);
+            queued.add(other.acquireAsync());
+            int n = i + 1;
+            await().until(() -> other.participants().size() == n);
+        }
+        return queued;
     }
 
     @Test
