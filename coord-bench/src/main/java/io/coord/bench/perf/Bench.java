@@ -24,7 +24,7 @@ public final class Bench {
      * How long coord's views outlive their last use during a run, unless {@code -Dcoord.view.linger} is given. Rounds
      * alternate which side runs first, so two of coord's windows can have two of Curator's between them, longer than
      * the default linger of 2 s: every coord window then began by priming its views again (at 32 sessions with 1 ms
-     * round trips, 3.1–3.4 requests per acquisition instead of 2.1–2.7). Both sides are measured in steady use.
+     * round trips, 3.1–3.4 requests per acquisition instead of 2.00). Both sides are measured in steady use.
      */
     static final String VIEW_LINGER = "PT10S";
 

@@ -1,6 +1,5 @@
 package io.coord.bench.perf;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.curator.framework.CuratorFramework;
@@ -12,12 +11,6 @@ import org.apache.curator.framework.CuratorFramework;
  */
 final class ContendedMutex implements Scenario {
     private static final List<Integer> SESSIONS = List.of(8, 32);
-    /**
-     * Unmeasured load per side before each size's rounds. coord's contended path (a view hearing other sessions'
-     * nodes, grants by event) shares little code with scenario 1's, which warmed the uncontended one; measured cold,
-     * its first quick window ran at about half the speed of its fourth. Both sides get the same warm-up.
-     */
-    private static final Duration WARM_UP = Duration.ofSeconds(2);
 
     @Override
     public String id() {
@@ -37,10 +30,7 @@ final class ContendedMutex implements Scenario {
             String coordPath = ctx.path("s2", "coord", String.valueOf(n));
             String curatorPath = ctx.path("s2", "curator", String.valueOf(n));
             MutexTurns turns = MutexTurns.of(ctx, sessions, "2", coordPath, curatorPath);
-            Sample discard = new Sample("warm-up");
-            ctx.progress("2 contended mutex, " + n + " sessions: warming up");
-            Load.concurrent(ctx, discard, turns.coord(), WARM_UP);
-            Load.concurrent(ctx, discard, turns.curator(), WARM_UP);
+            turns.warmUp(ctx, "2 contended mutex, " + n + " sessions");
             Sample coord = new Sample("coord ReentrantMutex");
             Sample curator = new Sample("Curator InterProcessMutex");
             Rounds.run(

@@ -1,6 +1,5 @@
 package io.coord.bench.perf;
 
-import java.time.Duration;
 import java.util.List;
 import java.util.OptionalLong;
 import org.apache.curator.framework.CuratorFramework;
@@ -14,8 +13,6 @@ import org.apache.curator.framework.CuratorFramework;
  */
 final class HerdCheck implements Scenario {
     static final int SESSIONS = 256;
-    /** Unmeasured load per side before the rounds, as in scenario 2: the contended path is measured warm. */
-    private static final Duration WARM_UP = Duration.ofSeconds(2);
 
     @Override
     public String id() {
@@ -37,10 +34,7 @@ final class HerdCheck implements Scenario {
         Sample curator = new Sample("Curator InterProcessMutex");
         Sent coordSent = new Sent();
         Sent curatorSent = new Sent();
-        Sample discard = new Sample("warm-up");
-        ctx.progress("9 herd check, " + SESSIONS + " sessions: warming up");
-        Load.concurrent(ctx, discard, turns.coord(), WARM_UP);
-        Load.concurrent(ctx, discard, turns.curator(), WARM_UP);
+        turns.warmUp(ctx, "9 herd check, " + SESSIONS + " sessions");
         Rounds.run(
                 ctx,
                 "9 herd check, " + SESSIONS + " sessions",

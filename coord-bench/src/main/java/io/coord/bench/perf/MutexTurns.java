@@ -2,6 +2,7 @@ package io.coord.bench.perf;
 
 import io.coord.bench.Safety;
 import io.coord.mutex.ReentrantMutex;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.curator.framework.CuratorFramework;
@@ -15,6 +16,20 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
  * @param curator one turn on Curator's {@code InterProcessMutex} per session
  */
 record MutexTurns(List<Load.Op> coord, List<Load.Op> curator) {
+    /**
+     * Unmeasured load per side before the rounds. coord's contended path (a view hearing other sessions' nodes, grants
+     * by event, or predecessor watches past the herd bound) shares little code with scenario 1's, which warmed the
+     * uncontended one; measured cold, scenario 2's first quick window ran at about half the speed of its fourth.
+     */
+    private static final Duration WARM_UP = Duration.ofSeconds(2);
+
+    /** Runs every turn of both sides, unmeasured, for {@link #WARM_UP} each; {@code what} names the progress line. */
+    void warmUp(BenchContext ctx, String what) throws Exception {
+        ctx.progress(what + ": warming up");
+        Sample discard = new Sample("warm-up");
+        Load.concurrent(ctx, discard, coord, WARM_UP);
+        Load.concurrent(ctx, discard, curator, WARM_UP);
+    }
     /**
      * Turns for every session on the two paths; {@code label} names the guards, e.g. "2" or "9". Both paths are
      * created first: otherwise every session's first turn would race to make them, its create failing and its client
