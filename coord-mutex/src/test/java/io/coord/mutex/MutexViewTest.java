@@ -123,7 +123,7 @@ class MutexViewTest {
         String path = ZooKeeperFixture.uniquePath("view-herd");
         RequestCounter counter = new RequestCounter();
         CuratorFramework client = clientWithHerdBoundOfTwo(counter);
-        List<CompletableFuture<Lease>> queued = queueThreeOtherSessions(path);
+        List<CompletableFuture<Lease>> queued = queueOtherSessions(path, 3);
         ReentrantMutex mutex = new ReentrantMutex(client, path);
 
         CompletableFuture<Lease> crowded = mutex.acquireAsync();
@@ -167,7 +167,7 @@ class MutexViewTest {
                 1, counter.count(path, "AddWatch"), () -> counter.names(path).toString());
         assertEquals(1, zk.ensemble().watchesUnder(path).getOrDefault(path, 0));
 
-        List<CompletableFuture<Lease>> queued = queueThreeOtherSessions(path);
+        List<CompletableFuture<Lease>> queued = queueOtherSessions(path, 3);
 
         // The third node of other sessions puts the path over the bound of two: the view's watch goes at once,
         // so that an idle client does not hear every create and delete of a crowded path until it enters again.
@@ -175,9 +175,55 @@ class MutexViewTest {
         for (CompletableFuture<Lease> other : queued) {
             other.get(10, TimeUnit.SECONDS).close();
         }
+        // Dropped while it lingered, it still knows why: the path must be found quiet by reads in a row first.
+        mutex.acquire();
+        mutex.release();
         mutex.acquire();
         mutex.release();
         assertEquals(1, counter.count(path, "AddWatch"), () -> "a crowded view stays dropped: " + counter.names(path));
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aClientsOwnEntryDoesNotCountAgainstTheHerdBound() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-herd-own");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = clientWithHerdBoundOfTwo(counter);
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        MutexRequestCountTest.primeView(mutex);
+        List<CompletableFuture<Lease>> queued = queueOtherSessions(path, 2); // exactly the bound
+        counter.reset();
+
+        // Our create event arrives before its reply: the node is ours all the same, and the view stays.
+        CompletableFuture<Lease> ours = mutex.acquireAsync();
+        for (CompletableFuture<Lease> other : queued) {
+            other.get(10, TimeUnit.SECONDS).close();
+        }
+        ours.get(10, TimeUnit.SECONDS).close();
+        await().until(() -> counter.count(path, "Delete") == 1);
+        // Entered, waited and left on the view: a create and a delete, no read, no watch, no removal.
+        assertEquals(2, counter.names(path).size(), () -> counter.names(path).toString());
+        assertEquals(1, counter.count(path, "Create"), () -> counter.names(path).toString());
+        assertEquals(1, zk.ensemble().watchesUnder(path).getOrDefault(path, 0));
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aClientAloneOnAPathKeepsItsViewUnderABoundOfZero() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-herd-zero");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = zk.newClient(counter);
+        ClientContext context = ClientContext.of(client);
+        context.configureViews(context.viewSettings().withMaxOthers(0).withLinger(Duration.ofMinutes(1)));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        for (int i = 0; i < 12; i++) {
+            mutex.acquire();
+            mutex.release();
+        }
+        assertEquals(
+                1, counter.count(path, "AddWatch"), () -> counter.names(path).toString());
         client.close();
         zk.assertNoLeaks(path);
     }
@@ -190,10 +236,11 @@ class MutexViewTest {
         return client;
     }
 
-    /** Three sessions queue on {@code path} one after another: the first holds, the others wait. */
-    private static List<CompletableFuture<Lease>> queueThreeOtherSessions(String path) throws InterruptedException {
+    /** {@code sessions} sessions queue on {@code path} one after another: the first holds, the others wait. */
+    private static List<CompletableFuture<Lease>> queueOtherSessions(String path, int sessions)
+            throws InterruptedException {
         List<CompletableFuture<Lease>> queued = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < sessions; i++) {
             ReentrantMutex other = new ReentrantMutex(zk.newClient(), path);
             queued.add(other.acquireAsync());
             int n = i + 1;

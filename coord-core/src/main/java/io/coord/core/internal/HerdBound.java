@@ -8,7 +8,7 @@ import java.util.Set;
 /**
  * The herd bound of one client's view of one path. Every event goes to every client with a view of the path, so with
  * N clients contending a round costs O(N²) notifications: a client keeps its view only while the path holds at most
- * {@link ViewSettings#maxOthers} nodes besides its own, and falls back to predecessor watches above it, until
+ * {@link ViewSettings#maxOthers} nodes besides its own (those whose creates have not answered yet included), and falls back to predecessor watches above it, until
  * {@link #QUIET_READS} reads in a row find the path back at half the bound. The count is checked when the client's own
  * nodes join the view and at every create event, so an idle view that a burst crowds is dropped at once instead of
  * hearing the whole burst. Nor does a client add a view to a path it has not counted yet: its first acquisition there
@@ -30,6 +30,8 @@ final class HerdBound {
     }
 
     private final Set<String> own = new HashSet<>(); // nodes of this client in the view
+    // Protection ids of this client's creates not answered yet: their create events come before their replies.
+    private final Set<String> entering = new HashSet<>();
     private boolean counted; // a read has counted the path's nodes: until then, attempts do without the view
     private int quietReads; // reads in a row, while crowded, that found at most half the bound
 
@@ -37,10 +39,22 @@ final class HerdBound {
         return counted;
     }
 
+    /** A create of this client named with {@code _c_<id>-} is on its way: its nodes are not another session's. */
+    void entering(String id) {
+        entering.add(id);
+    }
+
+    /** The create named with {@code id} answered, or its attempt stopped waiting on the view. */
+    void entered(String id) {
+        entering.remove(id);
+    }
+
     /** Records those of {@code names} that the view holds as this client's, and as readable. */
     void own(Collection<String> names, ViewNodes nodes) {
         for (String name : names) {
-            if (nodes.contains(SequenceNode.parse(name).orElseThrow())) {
+            SequenceNode node = SequenceNode.parse(name).orElseThrow();
+            node.protectionId().ifPresent(entering::remove);
+            if (nodes.contains(node)) {
                 own.add(name);
                 nodes.confirm(name);
             }
@@ -60,7 +74,11 @@ final class HerdBound {
 
     /** Whether the view holds more nodes of other sessions than {@code bound}. */
     boolean crowded(ViewNodes nodes, int bound) {
-        return nodes.size() - own.size() > bound;
+        int others = nodes.size() - own.size();
+        for (String id : entering) {
+            others -= nodes.countWithId(id);
+        }
+        return others > bound;
     }
 
     /**

@@ -217,6 +217,29 @@ final class PathView {
         }
     }
 
+    /**
+     * A create of this client named with {@code _c_<id>-} is on its way. Its create event comes before its reply, and
+     * until the reply ({@link #own}) or {@link #entered}, the herd bound counts its nodes as ours.
+     */
+    void entering(String id) {
+        lock.lock();
+        try {
+            herd.entering(id);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The create named with {@code id} will not be answered to the view: its creator stopped deciding on it. */
+    void entered(String id) {
+        lock.lock();
+        try {
+            herd.entered(id);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The member stops deciding on the view, and stops listening to the nodes it listened to. */
     void quit(Member member, Collection<String> listenedTo, NodeListener listener) {
         lock.lock();
@@ -477,7 +500,7 @@ final class PathView {
             watch = WatchState.NONE;
             if (wantWatch && unusable == null && !members.isEmpty()) {
                 add(todo);
-            } else if (users.none()) {
+            } else if (users.expired()) { // a view dropped while lingering keeps what it knows (why it is unusable)
                 retired = true;
                 todo.add(() -> context.retire(this));
             }
@@ -734,8 +757,7 @@ final class PathView {
         switch (nodes.created(child)) {
             case ADDED -> {
                 // The bound holds between this client's own entries too: a burst of others' nodes on a quiet path
-                // drops the view now, not when this client next enters (a node of ours whose create has not
-                // answered yet counts as another's for that moment).
+                // drops the view now, not when this client next enters.
                 if (checkCrowd(todo)) {
                     changed(todo);
                 }

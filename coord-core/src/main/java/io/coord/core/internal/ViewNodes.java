@@ -141,6 +141,11 @@ final class ViewNodes {
         return List.copyOf(byId.getOrDefault(id, List.of()));
     }
 
+    /** How many nodes are named with {@code _c_<id>-}. */
+    int countWithId(String id) {
+        return byId.getOrDefault(id, List.of()).size();
+    }
+
     int size() {
         return sorted.size();
     }

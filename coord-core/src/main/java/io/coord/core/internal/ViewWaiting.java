@@ -23,6 +23,7 @@ final class ViewWaiting implements Waiting, PathView.Member, PathView.NodeListen
     private final Set<String> listening = new HashSet<>();
     private List<String> ours = List.of(); // our nodes, listened to in case somebody else deletes them
     private boolean seen; // our node was in the view once: missing from it later means it is gone
+    private String entering; // the id of our create while it has not answered
     private boolean stopped;
 
     ViewWaiting(Attempt attempt, PathView view) {
@@ -32,7 +33,10 @@ final class ViewWaiting implements Waiting, PathView.Member, PathView.NodeListen
 
     @Override
     public void entering(int generation, List<Runnable> todo) {
-        // Nothing but the create: the view holds every node created before it when its reply arrives.
+        // Nothing but the create: the view holds every node created before it when its reply arrives. Its own create
+        // event comes first, though, and must not count against the herd bound as another session's node.
+        entering = attempt.own.currentId();
+        view.entering(entering);
     }
 
     @Override
@@ -40,6 +44,7 @@ final class ViewWaiting implements Waiting, PathView.Member, PathView.NodeListen
         OwnNodes own = attempt.own;
         // Our own nodes leave only with us, unless somebody deletes them: listen for that.
         ours = own.names();
+        entering = null; // own() below takes over
         view.hold(ours, this);
         if (!view.own(own.names(), todo)) {
             attempt.fallBack(this, todo); // more contenders than the herd bound: the view is being dropped
@@ -120,6 +125,9 @@ final class ViewWaiting implements Waiting, PathView.Member, PathView.NodeListen
         List<String> names = new ArrayList<>(listening);
         names.addAll(ours);
         view.quit(this, names, this);
+        if (entering != null) {
+            view.entered(entering);
+        }
         listening.clear();
     }
 
