@@ -288,7 +288,7 @@ class MutexViewTest {
     }
 
     /** Every permission for the creator's authenticated ids, none for anybody else. */
-    private static ACLProvider creatorOnly() {
+    static ACLProvider creatorOnly() {
         List<ACL> creatorOnly = List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", "")));
         return new ACLProvider() {
             @Override

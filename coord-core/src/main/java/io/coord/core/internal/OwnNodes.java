@@ -40,7 +40,11 @@ final class OwnNodes {
 
     /** The protection id of the current generation: its names start with {@code _c_<id>-}. */
     String currentId() {
-        String prefix = prefixes.get(prefixes.size() - 1);
+        return idOf(prefixes.get(prefixes.size() - 1));
+    }
+
+    /** The protection id in a name prefix {@code _c_<id>-}. */
+    static String idOf(String prefix) {
         return prefix.substring("_c_".length(), prefix.length() - 1);
     }
 

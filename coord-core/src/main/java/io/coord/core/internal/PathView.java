@@ -267,10 +267,15 @@ final class PathView {
     /**
      * Runs {@code predicate} on the queue up to {@code ours}, if the view is live on {@code session}, the session that
      * owns {@code ours}: a view kept on another session says nothing about what was created before it. Stray copies of
-     * our create before ours (named with our {@code id}, other than {@code current}) are left out and returned, to be
-     * deleted.
+     * our creates before ours (named with one of our {@code prefixes}, other than {@code current}) are left out and
+     * returned, to be deleted: a copy Curator replayed, or a create of an earlier generation whose reply was lost.
      */
-    Verdict evaluate(SequenceNode ours, long session, String id, Collection<String> current, LeasePredicate predicate) {
+    Verdict evaluate(
+            SequenceNode ours,
+            long session,
+            List<String> prefixes,
+            Collection<String> current,
+            LeasePredicate predicate) {
         lock.lock();
         try {
             if (!live || unusable != null || watch != WatchState.SET || session != watchSession) {
@@ -282,9 +287,11 @@ final class PathView {
             }
             List<SequenceNode> queue = nodes.upTo(index);
             List<SequenceNode> strays = new ArrayList<>(0);
-            for (SequenceNode node : nodes.withId(id)) {
-                if (node.compareTo(ours) < 0 && !current.contains(node.name())) {
-                    strays.add(node);
+            for (String prefix : prefixes) {
+                for (SequenceNode node : nodes.withId(OwnNodes.idOf(prefix))) {
+                    if (node.compareTo(ours) < 0 && !current.contains(node.name())) {
+                        strays.add(node);
+                    }
                 }
             }
             if (!strays.isEmpty()) {
@@ -311,8 +318,7 @@ final class PathView {
             }
             List<String> found = new ArrayList<>(0);
             for (String prefix : prefixes) {
-                String id = prefix.substring("_c_".length(), prefix.length() - 1);
-                nodes.withId(id).forEach(node -> found.add(node.name()));
+                nodes.withId(OwnNodes.idOf(prefix)).forEach(node -> found.add(node.name()));
             }
             return Optional.of(found);
         } finally {
@@ -482,6 +488,10 @@ final class PathView {
         watch = WatchState.DROPPING;
         generation++; // from now on, its events are ignored
         live = false;
+        sendDrop(todo);
+    }
+
+    private void sendDrop(List<Runnable> todo) {
         todo.add(() -> context.dropWatchesAnswering(path, Watcher.WatcherType.PersistentRecursive)
                 .thenAccept(this::dropped));
     }
@@ -492,9 +502,10 @@ final class PathView {
                 return;
             }
             if (ResultCodes.isInDoubt(rc) && !context.isClosed()) {
-                // The client still registers the watch and would set it again on the next connection.
-                watch = WatchState.SET;
-                todo.add(() -> context.whenConnected(this::dropAgain));
+                // The client still registers the watch and sets it again on the next connection, with a watcher
+                // whose events this view ignores from now on: it stays DROPPING until a removal answers.
+                int gen = generation;
+                todo.add(() -> context.whenConnected(() -> dropAgain(gen)));
                 return;
             }
             watch = WatchState.NONE;
@@ -507,10 +518,10 @@ final class PathView {
         });
     }
 
-    private void dropAgain() {
+    private void dropAgain(int gen) {
         act(todo -> {
-            if (watch == WatchState.SET && (unusable != null || users.expired())) {
-                drop(todo);
+            if (watch == WatchState.DROPPING && generation == gen) {
+                sendDrop(todo);
             }
         });
     }
@@ -611,6 +622,7 @@ final class PathView {
         if (!checkCrowd(todo)) {
             return;
         }
+        confirmListened(todo);
         List<Member> told = List.copyOf(members);
         todo.add(() -> told.forEach(Member::viewRead));
     }
@@ -645,6 +657,22 @@ final class PathView {
         todo.add(() -> told.forEach(m -> m.viewUnusable(why)));
     }
 
+    /**
+     * Asks again about the nodes somebody listens to whose readability is unknown: a read that replaced the view made
+     * them unknown again, or a check went unanswered. A listener does not ask twice.
+     */
+    private void confirmListened(List<Runnable> todo) {
+        if (confirming || !live || unusable != null) {
+            return;
+        }
+        for (String name : listeners.listened()) {
+            if (!nodes.isConfirmed(name)) {
+                confirm(todo);
+                return;
+            }
+        }
+    }
+
     /** Checks, in one multi-read, that this client may read every node whose events it has not seen yet. */
     private void confirm(List<Runnable> todo) {
         List<SequenceNode> unknown = nodes.unconfirmed();
@@ -661,7 +689,8 @@ final class PathView {
         act(todo -> {
             confirming = false;
             if (gen != generation || results == null) {
-                return; // not answered: the next read after reconnecting brings the question back
+                confirmListened(todo); // not answered: asked again once the view is live
+                return;
             }
             for (int i = 0; i < asked.size(); i++) {
                 SequenceNode node = asked.get(i);

@@ -44,6 +44,11 @@ final class ViewListeners {
         }
     }
 
+    /** The names of the nodes somebody listens to. */
+    Set<String> listened() {
+        return byNode.keySet();
+    }
+
     /** Tells the listeners of {@code node} that it is gone; they listen no more. */
     void deleted(SequenceNode node, List<Runnable> todo) {
         Set<NodeListener> set = byNode.remove(node.name());

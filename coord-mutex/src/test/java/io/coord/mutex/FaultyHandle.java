@@ -1,0 +1,134 @@
+package io.coord.mutex;
+
+import io.coord.testkit.ZooKeeperFixture;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.AsyncCallback;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.Op;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.ACL;
+
+/**
+ * Faults a network makes rare but possible, armed one at a time on the ZooKeeper handle of one client: a request the
+ * server applies or never sees, whose answer is a lost connection. The connection is then really cut, so the client
+ * reconnects on the same session as it would after a network fault. The client's retry policy gives up at once, as
+ * any policy does once its retries run out.
+ */
+final class FaultyHandle {
+    private final AtomicBoolean loseNextLockCreateReply = new AtomicBoolean();
+    private final AtomicBoolean loseNextMulti = new AtomicBoolean();
+    private final AtomicBoolean holdNextWatchRemoval = new AtomicBoolean();
+    private final AtomicReference<Runnable> heldRemoval = new AtomicReference<>();
+    private final AtomicReference<Handle> handle = new AtomicReference<>();
+
+    /** A started client on {@code zk} whose handles this one's faults apply to. */
+    CuratorFramework client(ZooKeeperFixture zk) throws InterruptedException {
+        return zk.newCustomClient(b -> b.retryPolicy(new RetryNTimes(0, 0))
+                .zookeeperFactory((connect, timeout, watcher, readOnly) -> {
+                    Handle made = new Handle(connect, timeout, watcher, readOnly);
+                    handle.set(made);
+                    return made;
+                }));
+    }
+
+    /** The next sequential create is applied, but its reply is lost with the connection. */
+    void loseNextLockCreateReply() {
+        loseNextLockCreateReply.set(true);
+    }
+
+    /** The next multi never reaches the server: the connection goes first. */
+    void loseNextMulti() {
+        loseNextMulti.set(true);
+    }
+
+    boolean multiLost() {
+        return !loseNextMulti.get();
+    }
+
+    /**
+     * The next removal of persistent recursive watches (a view's) is held back, unsent, until
+     * {@link #answerHeldRemovalWithLostConnection}.
+     */
+    void holdNextWatchRemoval() {
+        holdNextWatchRemoval.set(true);
+    }
+
+    boolean removalHeld() {
+        return heldRemoval.get() != null;
+    }
+
+    /** Cuts the connection, then answers the held removal as a lost connection answers it: in doubt. */
+    void answerHeldRemovalWithLostConnection() {
+        cutConnection();
+        heldRemoval.getAndSet(null).run();
+    }
+
+    private void cutConnection() {
+        try {
+            handle.get().getTestable().closeSocket();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @SuppressWarnings("try") // ZooKeeper.close() throws InterruptedException; Curator closes the handle, not a try
+    private final class Handle extends ZooKeeper {
+        Handle(String connect, int timeout, Watcher watcher, boolean readOnly) throws IOException {
+            super(connect, timeout, watcher, readOnly);
+        }
+
+        @Override
+        public void create(
+                String path,
+                byte[] data,
+                List<ACL> acl,
+                CreateMode mode,
+                AsyncCallback.Create2Callback callback,
+                Object ctx,
+                long ttl) {
+            if (!mode.isSequential() || !loseNextLockCreateReply.compareAndSet(true, false)) {
+                super.create(path, data, acl, mode, callback, ctx, ttl);
+                return;
+            }
+            super.create(
+                    path,
+                    data,
+                    acl,
+                    mode,
+                    (rc, p, c, name, stat) -> {
+                        cutConnection();
+                        callback.processResult(Code.CONNECTIONLOSS.intValue(), p, c, null, null);
+                    },
+                    ctx,
+                    ttl);
+        }
+
+        @Override
+        public void multi(Iterable<Op> ops, AsyncCallback.MultiCallback callback, Object ctx) {
+            if (!loseNextMulti.compareAndSet(true, false)) {
+                super.multi(ops, callback, ctx);
+                return;
+            }
+            cutConnection();
+            callback.processResult(Code.CONNECTIONLOSS.intValue(), null, ctx, null);
+        }
+
+        @Override
+        public void removeAllWatches(
+                String path, Watcher.WatcherType type, boolean local, AsyncCallback.VoidCallback callback, Object ctx) {
+            if (type != Watcher.WatcherType.PersistentRecursive || !holdNextWatchRemoval.compareAndSet(true, false)) {
+                super.removeAllWatches(path, type, local, callback, ctx);
+                return;
+            }
+            heldRemoval.set(() -> callback.processResult(Code.CONNECTIONLOSS.intValue(), path, ctx));
+        }
+    }
+}

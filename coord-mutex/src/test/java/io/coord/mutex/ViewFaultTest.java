@@ -1,0 +1,104 @@
+package io.coord.mutex;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.coord.core.CoordinationException;
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.testkit.ZooKeeperFixture;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.KeeperException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * The view when a request of its own is left in doubt by a lost connection, after the client's retries gave up: a
+ * lock create the server applied, a removal of the view's watch, a check that nodes are readable. Each waiter must
+ * end granted or told why not, never waiting for ever.
+ */
+@Timeout(60)
+class ViewFaultTest {
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Test
+    void aCreateAppliedButNeverAnsweredLeavesNoNodeOfOursToWaitFor() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-lost-create");
+        CuratorFramework admin = zk.newClient();
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework client = faults.client(zk);
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        MutexRequestCountTest.primeView(mutex);
+
+        // The attempt queues again under a new id, behind the first node: ours, but a name it never learnt.
+        faults.loseNextLockCreateReply();
+        Lease lease = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        assertEquals(1, admin.getChildren().forPath(path).size(), "the unanswered create's node was deleted");
+        lease.close();
+        await().until(() -> admin.getChildren().forPath(path).isEmpty());
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aWaiterThatJoinsWhileTheViewsWatchRemovalIsInDoubtIsGranted() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-drop-in-doubt");
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework client = faults.client(zk);
+        ZooKeeperFixture.lingerViews(client, Duration.ofMillis(200));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        faults.holdNextWatchRemoval();
+        MutexRequestCountTest.primeView(mutex);
+        await().until(faults::removalHeld); // the linger ran out, and the view is dropping its watch
+
+        // The removal is in doubt: the client will set the watch again on reconnecting, for a watcher the view no
+        // longer hears. The waiter must not rely on it.
+        CompletableFuture<Lease> pending = mutex.acquireAsync();
+        faults.answerHeldRemovalWithLostConnection();
+        pending.get(10, TimeUnit.SECONDS).close();
+        await().until(() -> zk.ensemble().watchesUnder(path).isEmpty()); // its linger over, the view left
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aReadabilityCheckLostWithTheConnectionIsAskedAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-check-lost");
+        CuratorFramework admin = zk.newClient();
+        admin.create().creatingParentsIfNeeded().forPath(path); // open: anybody may list the queue
+        CuratorFramework alice =
+                zk.newCustomClient(b -> b.authorization("digest", "alice:secret".getBytes(StandardCharsets.UTF_8))
+                        .aclProvider(MutexViewTest.creatorOnly()));
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework bobsClient = faults.client(zk);
+        ZooKeeperFixture.lingerViews(bobsClient, Duration.ofMinutes(1));
+        ReentrantMutex bob = new ReentrantMutex(bobsClient, path);
+        bob.acquire(); // counts the path: bob's next acquisition reads a view, which lists alice's node
+        bob.release();
+        Lease alicesLease = new ReentrantMutex(alice, path).acquireAsync().get(10, TimeUnit.SECONDS);
+
+        // Bob waits on a node whose events he may never get; the check that would tell him so is lost.
+        faults.loseNextMulti();
+        CompletableFuture<Lease> bobs = bob.acquireAsync();
+        await().until(faults::multiLost);
+
+        ExecutionException refused = assertThrows(ExecutionException.class, () -> bobs.get(10, TimeUnit.SECONDS));
+        assertInstanceOf(CoordinationException.class, refused.getCause());
+        assertInstanceOf(
+                KeeperException.NoAuthException.class, refused.getCause().getCause());
+        assertEquals(LeaseState.HELD, alicesLease.state());
+        alicesLease.close();
+        bobsClient.close();
+        zk.assertNoLeaks(path);
+    }
+}
