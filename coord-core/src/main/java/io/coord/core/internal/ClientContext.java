@@ -379,18 +379,27 @@ public final class ClientContext {
     }
 
     /**
-     * Like {@link #dropWatches}, completing with the server's answer: OK (NOWATCHER too, quietly), an in-doubt code
-     * if the connection went first, or SYSTEMERROR if the client could not send it (closed).
+     * Like {@link #dropWatches}, completing with the server's answer: OK (NOWATCHER too), an in-doubt code if the
+     * connection went first, or SYSTEMERROR if the client could not send it (closed).
+     *
+     * <p>Sent on the current ZooKeeper handle, without Curator's retries: a retry can reach the server after a later
+     * add of the same watch (each retry waits its own backoff), or on a new session's handle, and remove that watch
+     * without anybody knowing. A caller that must see its removal through sends it again, on one connection.
      */
     CompletableFuture<KeeperException.Code> dropWatchesAnswering(String path, Watcher.WatcherType type) {
         CompletableFuture<KeeperException.Code> done = new CompletableFuture<>();
         try {
-            client.watchers()
-                    .removeAll()
-                    .ofType(type)
-                    .quietly()
-                    .inBackground((c, event) -> done.complete(KeeperException.Code.get(event.getResultCode())))
-                    .forPath(path);
+            client.getZookeeperClient()
+                    .getZooKeeper()
+                    .removeAllWatches(
+                            ZKPaths.fixForNamespace(client.getNamespace(), path),
+                            type,
+                            false,
+                            (rc, p, ctx) -> done.complete(
+                                    rc == KeeperException.Code.NOWATCHER.intValue()
+                                            ? KeeperException.Code.OK
+                                            : KeeperException.Code.get(rc)),
+                            null);
         } catch (Exception e) {
             log.debug("watches on {} left to the session's end", path, e);
             done.complete(KeeperException.Code.SYSTEMERROR);
