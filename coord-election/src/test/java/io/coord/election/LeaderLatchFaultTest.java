@@ -67,6 +67,30 @@ class LeaderLatchFaultTest {
     }
 
     @Test
+    void aLeaderWhoseNodeSomebodyElseDeletesStopsLeadingBeforeTheNextLeads() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("deleted");
+        LeaderLatch old = new LeaderLatch(zk.newClient(), path, "old");
+        LeaderLatch next = new LeaderLatch(zk.newClient(), path, "next");
+        TermRecorder oldTerms = new TermRecorder();
+        old.addListener(oldTerms, Runnable::run);
+        old.start(); // its first term on the path: granted from a read, without a view
+        assertTrue(old.await(Duration.ofSeconds(10)));
+        Lease term = old.term().orElseThrow();
+        next.start();
+        await().until(() -> next.participants().size() == 2);
+
+        zk.newClient().delete().forPath(term.path()); // by hand, or by a forced revocation
+
+        assertTrue(next.await(Duration.ofSeconds(10)));
+        await().until(() -> term.state() == LeaseState.LOST);
+        await().until(() -> oldTerms.events.contains("notLeader"));
+        assertFalse(old.hasLeadership());
+        old.close();
+        next.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void droppedConnectionSuspendsLeadershipAndReconnectRestoresTheSameTerm() throws Exception {
         String path = ZooKeeperFixture.uniquePath("suspect");
         LeaderLatch latch = new LeaderLatch(zk.newClient(), path, "only");

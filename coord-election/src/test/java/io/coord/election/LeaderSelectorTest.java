@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
+import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
@@ -17,6 +18,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -157,6 +159,40 @@ class LeaderSelectorTest {
         await().until(() -> holder.participants().size() == 1);
         assertTrue(holder.hasLeadership());
         holder.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLeaderWhoseNodeSomebodyElseDeletesIsInterrupted() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("deleted");
+        AtomicReference<Lease> oldTerm = new AtomicReference<>();
+        CountDownLatch oldInterrupted = new CountDownLatch(1);
+        LeaderSelector old = new LeaderSelector(zk.newClient(), path, "old", term -> {
+            oldTerm.set(term);
+            try {
+                leadUntilInterrupted(term);
+            } finally {
+                oldInterrupted.countDown();
+            }
+        });
+        CountDownLatch nextLeads = new CountDownLatch(1);
+        LeaderSelector next = new LeaderSelector(zk.newClient(), path, "next", term -> {
+            nextLeads.countDown();
+            leadUntilInterrupted(term);
+        });
+        old.start(); // its first term on the path: granted from a read, without a view
+        await().until(() -> oldTerm.get() != null);
+        next.start();
+        await().until(() -> next.participants().size() == 2);
+
+        zk.newClient().delete().forPath(oldTerm.get().path()); // by hand, or by a forced revocation
+
+        assertTrue(nextLeads.await(10, TimeUnit.SECONDS));
+        assertTrue(oldInterrupted.await(10, TimeUnit.SECONDS), "two tasks lead at once");
+        assertEquals(LeaseState.LOST, oldTerm.get().state());
+        assertFalse(old.hasLeadership());
+        old.close();
+        next.close();
         zk.assertNoLeaks(path);
     }
 

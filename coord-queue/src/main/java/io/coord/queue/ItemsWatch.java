@@ -7,9 +7,7 @@ import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.SingleFlight;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.zookeeper.AddWatchMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.WatchedEvent;
@@ -37,17 +35,12 @@ final class ItemsWatch {
     private final AtomicLong listedThrough = new AtomicLong(-1);
     private final Watcher itemsWatcher = this::itemsChanged;
     private final Watcher claimsWatcher = this::claimChanged;
-    private final ReentrantLock lock = new ReentrantLock();
-    // Guarded by lock.
-    private int waiters;
-    private boolean armed;
-    private CompletableFuture<Void> arming;
-    // Bumped by every removal and every session end, so that an add answered after one does not count as armed.
-    private long generation;
+    private final ParentWatch watch;
 
     ItemsWatch(ClientContext context, Layout layout) {
         this.context = context;
         this.layout = layout;
+        this.watch = new ParentWatch(context, layout.items(), itemsWatcher, this::changed, this::watchFailure);
     }
 
     NameCache names() {
@@ -90,82 +83,17 @@ final class ItemsWatch {
 
     /** Counts the caller as waiting; the returned future completes once the watch is on the server. */
     CompletableFuture<Void> join() {
-        lock.lock();
-        try {
-            waiters++;
-        } finally {
-            lock.unlock();
-        }
-        return ensureArmed();
+        return watch.join();
     }
 
     /** The watch on the server, adding it again if a session end took it away. */
     CompletableFuture<Void> ensureArmed() {
-        CompletableFuture<Void> added;
-        long sentAt;
-        lock.lock();
-        try {
-            if (armed) {
-                return CompletableFuture.completedFuture(null);
-            }
-            if (arming != null) {
-                return arming;
-            }
-            arming = added = new CompletableFuture<>();
-            sentAt = generation;
-        } finally {
-            lock.unlock();
-        }
-        CuratorFramework client = context.client();
-        BackgroundRequests.call(
-                        context,
-                        layout.items(),
-                        cb -> client.watchers()
-                                .add()
-                                .withMode(AddWatchMode.PERSISTENT)
-                                .inBackground(cb)
-                                .usingWatcher(itemsWatcher)
-                                .forPath(layout.items()))
-                .whenComplete((event, error) -> {
-                    boolean ok = error == null && BackgroundRequests.code(event) == Code.OK;
-                    lock.lock();
-                    try {
-                        arming = null;
-                        armed = ok && sentAt == generation;
-                    } finally {
-                        lock.unlock();
-                    }
-                    if (ok) {
-                        changed(); // what happened before the watch was on is not known: waiters read again
-                        added.complete(null);
-                    } else {
-                        added.completeExceptionally(
-                                error != null ? error : watchFailure(BackgroundRequests.code(event)));
-                    }
-                });
-        return added;
+        return watch.ensureArmed();
     }
 
     /** The last waiter to leave removes the watch, so that none is left on the server. */
     void leave() {
-        boolean remove;
-        lock.lock();
-        try {
-            waiters--;
-            remove = waiters == 0 && (armed || arming != null);
-            if (remove) {
-                armed = false;
-                generation++;
-            }
-        } finally {
-            lock.unlock();
-        }
-        if (remove) {
-            context.dropWatches(layout.items(), Watcher.WatcherType.Persistent).thenRun(() -> {
-                // A waiter that joined meanwhile may have seen the watch armed just before this removal.
-                changed();
-            });
-        }
+        watch.leave();
     }
 
     /** Our claim made on {@code session} was deleted: the name is back in play, for local waiters too. */
@@ -182,13 +110,7 @@ final class ItemsWatch {
 
     /** The session ended, or a new one began: the watch and every claim watch died with it. */
     void sessionEnded(long currentSession) {
-        lock.lock();
-        try {
-            armed = false;
-            generation++;
-        } finally {
-            lock.unlock();
-        }
+        watch.sessionEnded();
         names.sessionEnded(currentSession);
         changed();
     }
