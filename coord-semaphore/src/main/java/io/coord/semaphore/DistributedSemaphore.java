@@ -5,6 +5,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import java.nio.charset.StandardCharsets;
@@ -91,25 +92,31 @@ public final class DistributedSemaphore {
             return engine.acquireAsync(permits, predicate);
         }
         CompletableFuture<Lease> result = new CompletableFuture<>();
-        record.verify().whenComplete((ok, error) -> {
-            if (error != null) {
-                result.completeExceptionally(error);
-                return;
-            }
-            CompletableFuture<Lease> inner = engine.acquireAsync(permits, predicate);
-            result.whenComplete((lease, e) -> {
-                if (e != null) {
-                    inner.cancel(false);
-                }
-            });
-            inner.whenComplete((lease, e) -> {
-                if (e != null) {
-                    result.completeExceptionally(e);
-                } else if (!result.complete(lease)) {
-                    lease.close();
-                }
-            });
-        });
+        // Off ZooKeeper's event thread, where the check answers: the caller's stages run where the result completes.
+        record.verify()
+                .whenCompleteAsync(
+                        (ok, error) -> {
+                            if (error != null) {
+                                result.completeExceptionally(error);
+                                return;
+                            }
+                            CompletableFuture<Lease> inner = engine.acquireAsync(permits, predicate);
+                            result.whenComplete((lease, e) -> {
+                                // Cancelled, timed out, or completed from outside with anything but the lease granted:
+                                // withdraw.
+                                if (lease == null || lease != inner.getNow(null)) {
+                                    inner.cancel(false);
+                                }
+                            });
+                            inner.whenComplete((lease, e) -> {
+                                if (e != null) {
+                                    result.completeExceptionally(e);
+                                } else if (!result.complete(lease)) {
+                                    lease.close();
+                                }
+                            });
+                        },
+                        ClientContext.of(engine.client()).callbacks());
         return result;
     }
 

@@ -1,6 +1,8 @@
 package io.coord.semaphore;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.ResultCodes;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
@@ -138,6 +140,18 @@ final class LimitRecord {
 
     private void fail(CuratorEvent event, CompletableFuture<Void> done) {
         Code rc = Code.get(event.getResultCode());
+        if (ResultCodes.isInDoubt(rc)) {
+            // The connection went for longer than Curator's retries: check again once it is back, from the read,
+            // which shows whatever a write in doubt did. A closed client fails the check.
+            ClientContext.of(client).connected().whenComplete((connected, closed) -> {
+                if (closed != null) {
+                    done.completeExceptionally(closed);
+                } else {
+                    read(done);
+                }
+            });
+            return;
+        }
         done.completeExceptionally(new CoordinationException(
                 "cannot check the maxLeases record of " + path + ": " + rc, KeeperException.create(rc, path)));
     }

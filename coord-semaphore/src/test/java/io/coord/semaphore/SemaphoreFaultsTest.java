@@ -2,6 +2,7 @@ package io.coord.semaphore;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -17,6 +18,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -115,6 +117,54 @@ class SemaphoreFaultsTest {
         Lease lease = semaphore.tryAcquire(2, Duration.ofSeconds(20)).orElseThrow();
         assertTrue(lease.isValid());
         lease.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aFirstUseCheckThatOutlastsTheClientsRetriesWaitsForTheConnection() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("record-outage");
+        CuratorFramework client =
+                zk.newCustomClient(b -> b.retryPolicy(new RetryNTimes(0, 0)).connectionTimeoutMs(500));
+        DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 2); // its record is not checked yet
+        zk.stopServer();
+        await().until(() -> !client.getZookeeperClient().isConnected());
+
+        // Curator gives up on the record read long before the deadline: the call still waits, and times out.
+        assertEquals(Optional.empty(), semaphore.tryAcquire(1, Duration.ofSeconds(3)));
+
+        zk.restartServer();
+        Lease lease = semaphore.acquire();
+        assertTrue(lease.isValid());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aFirstUseRefusalReachesAsyncCallersOffZooKeepersEventThread() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("record-refused-async");
+        CuratorFramework client = zk.newClient();
+        new DistributedSemaphore(client, path, 3).acquire().close(); // records maxLeases 3
+        CompletableFuture<String> thread = new CompletableFuture<>();
+        new DistributedSemaphore(client, path, 2)
+                .acquireAsync(1)
+                .whenComplete(
+                        (lease, error) -> thread.complete(Thread.currentThread().getName()));
+        assertFalse(thread.get(10, TimeUnit.SECONDS).endsWith("EventThread"), thread.get());
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aFirstUseAcquisitionCompletedFromOutsideIsWithdrawn() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("record-completed-outside");
+        DistributedSemaphore holder = new DistributedSemaphore(zk.newClient(), path, 1);
+        Lease held = holder.acquire();
+        CompletableFuture<Lease> pending = new DistributedSemaphore(zk.newClient(), path, 1).acquireAsync(1);
+        await().until(() -> holder.participants().size() == 2);
+
+        pending.complete(null); // as completeOnTimeout(null, ...) does
+
+        await().until(() -> holder.participants().size() == 1);
+        held.close();
         zk.assertNoLeaks(path);
     }
 }
