@@ -212,12 +212,13 @@ public final class LeaderObserver implements AutoCloseable {
             if (phase != Phase.STARTED || watching) {
                 return;
             }
+            // Registered under the lock, so that a close() running now finds them to undo. Neither calls back.
             watching = true;
+            client.getConnectionStateListenable().addListener(connectionListener);
+            watches.follow(path, onChange);
         } finally {
             lock.unlock();
         }
-        client.getConnectionStateListenable().addListener(connectionListener);
-        watches.follow(path, onChange);
         readChildren();
     }
 
