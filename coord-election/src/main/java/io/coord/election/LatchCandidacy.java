@@ -155,6 +155,9 @@ final class LatchCandidacy {
         term = lease;
         return () -> {
             lease.addStateListener(state -> termChanged(lease, state), events);
+            // A term ends when its node goes, whoever deletes it. A term granted without the client's view has
+            // nothing that hears the deletion but a holder that opted in to revocation: opting in watches the node.
+            lease.onRevocationRequested(() -> {}, Runnable::run);
             // The lease may have moved before the listener was added: start from its state now.
             termChanged(lease, lease.state());
         };

@@ -202,6 +202,9 @@ final class SelectorTerms {
         return () -> {
             // Runs on whichever thread moves the lease, possibly under the engine's locks: it only interrupts.
             lease.addStateListener(state -> termChanged(lease, state), Runnable::run);
+            // A term ends when its node goes, whoever deletes it (see LatchCandidacy.granted): opting in to
+            // revocation watches the node.
+            lease.onRevocationRequested(() -> {}, Runnable::run);
             try {
                 runner.execute(() -> runTerm(lease));
             } catch (RejectedExecutionException e) {
