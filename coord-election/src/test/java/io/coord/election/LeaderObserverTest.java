@@ -113,8 +113,9 @@ class LeaderObserverTest {
         LeaderLatch leader = new LeaderLatch(client, path, "leader");
         leader.start();
         assertTrue(leader.await(Duration.ofSeconds(10)));
-        // A first term queues without a view (its read counts the path), and a leader watches nothing.
-        int leaders = 0;
+        // A leader watches its own node, so that it hears if somebody else deletes it: through its client's view, or,
+        // without one, with a data watch. One watch either way.
+        int leaders = 1;
         await().until(() -> zk.watchCount() == leaders); // the last test's sessions may still be closing
         LeaderObserver observer = new LeaderObserver(zk.newClient(), path);
         observer.start();
@@ -151,14 +152,15 @@ class LeaderObserverTest {
         LeaderLatch leader = new LeaderLatch(zk.newClient(), path, "leader");
         leader.start();
         assertTrue(leader.await(Duration.ofSeconds(10)));
-        await().until(() -> zk.watchCount() == 0); // a leader watches nothing; earlier tests' sessions may be closing
+        // The leader's one watch (on its node, see above); earlier tests' sessions may still be closing.
+        await().until(() -> zk.watchCount() == 1);
         LeaderObserver observer = new LeaderObserver(zk.newClient(), path);
         observer.start();
         await().until(() -> observer.leader().isPresent());
 
         observer.close();
         // Nothing changes on the path from here on: the observer's close alone must take its watch off the server.
-        await().until(() -> zk.watchCount() == 0);
+        await().until(() -> zk.watchCount() == 1);
         assertTrue(leader.hasLeadership());
         leader.close();
         zk.assertNoLeaks(path);
