@@ -67,7 +67,7 @@ class LeaderLatchFaultTest {
     }
 
     @Test
-    void aLeaderWhoseNodeSomebodyElseDeletesStopsLeadingBeforeTheNextLeads() throws Exception {
+    void aLeaderWhoseNodeSomebodyElseDeletesStopsLeading() throws Exception {
         String path = ZooKeeperFixture.uniquePath("deleted");
         LeaderLatch old = new LeaderLatch(zk.newClient(), path, "old");
         LeaderLatch next = new LeaderLatch(zk.newClient(), path, "next");
