@@ -5,7 +5,9 @@ import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -31,8 +33,8 @@ import org.slf4j.LoggerFactory;
  *   <li>a replay of a transaction that landed (Curator resends after a lost connection) fails as a whole on the
  *       version, and that failure itself says the first send landed;
  *   <li>when the reply is lost for good (the retries ran out, or the session ended), one more setData at the same
- *       version settles it: if that fails on the version the transaction landed, and if it succeeds the transaction
- *       can never land.
+ *       version settles it: if it succeeds the transaction can never land, and if it fails on the version the slot
+ *       is read to tell whether the transaction landed or an earlier send of the settling write did.
  * </ul>
  *
  * A slot outlives the session, which is what lets a client tell after an expiry. Slots are kept for the client's
@@ -168,10 +170,14 @@ final class Slots {
 
     /**
      * The reply was lost for good: one setData at the version the transaction carried decides, on whatever
-     * session the client has by then.
+     * session the client has by then. Its data names the version it settles, which no transaction writes (they
+     * write nothing) and no other settle can (one settle at a version moves the slot past it), so that when the
+     * settling write is itself sent again after a lost reply, its own landing is not taken for the transaction's.
      */
     Outcome settle(Slot slot, String what) {
         CuratorFramework client = queue.context.client();
+        int carried = slot.version;
+        byte[] token = settleToken(carried);
         while (true) {
             BackgroundRequests.awaitFully(queue.context.connected(), what); // fails if the client is closed meanwhile
             CuratorEvent reply = BackgroundRequests.awaitFully(
@@ -179,9 +185,9 @@ final class Slots {
                             queue.context,
                             slot.path,
                             cb -> client.setData()
-                                    .withVersion(slot.version)
+                                    .withVersion(carried)
                                     .inBackground(cb)
-                                    .forPath(slot.path, EMPTY)),
+                                    .forPath(slot.path, token)),
                     slot.path);
             Code code = BackgroundRequests.code(reply);
             if (code == Code.OK) {
@@ -189,18 +195,57 @@ final class Slots {
                 return Outcome.failed(-1, Code.CONNECTIONLOSS); // it can never land now
             }
             if (code == Code.BADVERSION) {
-                giveBackMoved(slot);
+                // Moved on by the transaction, or by an earlier send of this settling write: the slot says which.
+                CuratorEvent read = readSlot(slot, what);
+                slot.version = read.getStat().getVersion();
+                idle.add(slot);
+                if (slot.version == carried + 1 && Arrays.equals(read.getData(), token)) {
+                    return Outcome.failed(-1, Code.CONNECTIONLOSS); // the settle landed, so the transaction never will
+                }
                 return Outcome.landed(null);
             }
             if (code == Code.NONODE) {
-                created.remove(slot.path);
-                throw new CoordinationException("cannot tell whether a write to " + what + " landed: its slot "
-                        + slot.path + " was deleted by something other than the queue");
+                throw slotDeleted(slot, what);
             }
             if (!ResultCodes.isInDoubt(code)) {
                 throw BackgroundRequests.failure("settling a write with", slot.path, code);
             }
         }
+    }
+
+    /** The data of a settling write at {@code version}; a transaction's own setData writes none. */
+    private static byte[] settleToken(int version) {
+        return ("settled " + version).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** The slot's data and version, read until an answer comes. */
+    private CuratorEvent readSlot(Slot slot, String what) {
+        CuratorFramework client = queue.context.client();
+        while (true) {
+            BackgroundRequests.awaitFully(queue.context.connected(), what);
+            CuratorEvent reply = BackgroundRequests.awaitFully(
+                    BackgroundRequests.call(
+                            queue.context,
+                            slot.path,
+                            cb -> client.getData().inBackground(cb).forPath(slot.path)),
+                    slot.path);
+            Code code = BackgroundRequests.code(reply);
+            if (code == Code.OK) {
+                return reply;
+            }
+            if (code == Code.NONODE) {
+                throw slotDeleted(slot, what);
+            }
+            if (!ResultCodes.isInDoubt(code)) {
+                throw BackgroundRequests.failure("reading", slot.path, code);
+            }
+        }
+    }
+
+    private CoordinationException slotDeleted(Slot slot, String what) {
+        created.remove(slot.path);
+        return new CoordinationException("cannot tell whether a write to " + what + " landed: its slot " + slot.path
+                + " was deleted by something other than the queue");
     }
 
     private Slot create(Deadline deadline) throws InterruptedException, TimeoutException {

@@ -96,6 +96,26 @@ class SlotsTest {
     }
 
     @Test
+    void aSettlingWriteSentAgainAfterItLandedStillSaysTheWriteNeverLanded() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-settle-replay");
+        CuratorFramework client = zk.newClient();
+        SharedQueue shared = shared(client, path);
+        Slots.Slot slot = shared.slots.borrowFully();
+        int carried = slot.version;
+        assertFalse(shared.slots.settle(slot, path).landed());
+
+        // As if the settling write's reply had been lost too, and the same write sent again at the same version.
+        Slots.Slot again = shared.slots.borrowFully();
+        again.version--;
+        Slots.Outcome replay = shared.slots.settle(again, path);
+
+        assertFalse(replay.landed(), "the settle landed, so the transaction it settled never will");
+        assertEquals(-1, replay.failedOp());
+        assertEquals(carried + 1, shared.slots.borrowFully().version, "the version is known exactly afterwards");
+        assertEquals(0, items(client, path));
+    }
+
+    @Test
     void slotsAreDeletedWhenTheClientCloses() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-close");
         CuratorFramework client = zk.newClient();
