@@ -215,7 +215,8 @@ public final class DistributedQueue<T> {
      * waits for items. Up to {@value QueueConsumer#MAX_BATCH} small items move per round trip of two requests: one
      * read, and one transaction that removes them all. As with {@link java.util.concurrent.BlockingQueue#drainTo},
      * if adding to the sink throws, the items already removed in that round may be neither in the queue nor in the
-     * sink.
+     * sink. If a later round fails (an item the serializer cannot read, a failed request, an interrupt), the items
+     * already removed are moved and counted, and the next call meets the failure; an interrupt is left set.
      *
      * @throws IllegalArgumentException if {@code maxItems} is not positive
      */
@@ -227,7 +228,8 @@ public final class DistributedQueue<T> {
     /**
      * Moves up to {@code maxItems} items nobody holds into {@code sink}, in queue order, waiting up to
      * {@code timeout} for at least one; returns how many, 0 if the deadline passed first. Once some have come, it
-     * moves what is there without waiting for more.
+     * moves what is there without waiting for more. A failure met after some items were removed ends the call with
+     * those items, as for {@link #drainTo(Collection, int)}.
      *
      * @throws IllegalArgumentException if {@code maxItems} is not positive
      */

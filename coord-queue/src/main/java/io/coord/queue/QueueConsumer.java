@@ -115,6 +115,16 @@ final class QueueConsumer<T> {
             return taken;
         } catch (TimeoutException e) {
             return taken;
+        } catch (RuntimeException | InterruptedException e) {
+            if (taken.isEmpty()) {
+                throw e;
+            }
+            // Items already removed are the caller's whatever a later round meets: they go out now, and the next
+            // call meets the failure (an item that failed is back in place, and the interrupt flag is kept).
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            return taken;
         } finally {
             if (waiting) {
                 items.leave();

@@ -117,6 +117,68 @@ class QueueFaultTest {
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
+    /** Reads every item, failing on one that starts with "poison" and interrupting the reader on "interrupt". */
+    private static final QueueSerializer<String> PICKY = new QueueSerializer<>() {
+        @Override
+        public byte[] serialize(String item) {
+            return item.getBytes(StandardCharsets.UTF_8);
+        }
+
+        @Override
+        public String deserialize(byte[] bytes) {
+            String item = new String(bytes, StandardCharsets.UTF_8);
+            if (item.startsWith("poison")) {
+                throw new IllegalStateException("cannot read poison");
+            }
+            if (item.startsWith("interrupt")) {
+                Thread.currentThread().interrupt(); // as if the caller were interrupted while this round is sent
+            }
+            return item;
+        }
+    };
+
+    /** Over the small-item size, so that it is taken in a round of its own after the small ones before it. */
+    private static String large(String prefix) {
+        return prefix + "x".repeat(ItemCodec.SMALL_ITEM_BYTES + 100);
+    }
+
+    @Test
+    void drainHandsOverWhatItRemovedBeforeAnItemThatCannotBeDeserialized() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-poison");
+        DistributedQueue<String> plain = queue(zk.newClient(), path);
+        plain.putAll(List.of("a", "b", large("poison")));
+        DistributedQueue<String> picky =
+                DistributedQueue.builder(zk.newClient(), path, PICKY).build();
+        List<String> sink = new ArrayList<>();
+
+        assertEquals(2, picky.drainTo(sink, 10), "the items removed in the first round");
+        assertEquals(List.of("a", "b"), sink);
+        assertThrows(IllegalStateException.class, () -> picky.drainTo(sink, 10), "the next call meets the item");
+        assertEquals(1, plain.size(), "the item that failed stays in place");
+
+        assertEquals(List.of(large("poison")), drain(plain));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void timedDrainInterruptedBetweenRoundsHandsOverWhatItRemovedAndKeepsTheInterrupt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-interrupt");
+        DistributedQueue<String> plain = queue(zk.newClient(), path);
+        plain.putAll(List.of("a", "interrupt", large("c")));
+        DistributedQueue<String> picky =
+                DistributedQueue.builder(zk.newClient(), path, PICKY).build();
+        List<String> sink = new ArrayList<>();
+
+        int moved = picky.drainTo(sink, 10, Duration.ofSeconds(10));
+
+        assertTrue(Thread.interrupted(), "the interrupt is left for the caller");
+        assertEquals(moved, sink.size());
+        List<String> everything = new ArrayList<>(sink);
+        everything.addAll(drain(plain));
+        assertEquals(List.of("a", "interrupt", large("c")), everything, "every item went out exactly once");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
     @Test
     void blockedTakeSurvivesItsOwnSessionExpiring() throws Exception {
         String path = ZooKeeperFixture.uniquePath("consumer-expiry");
