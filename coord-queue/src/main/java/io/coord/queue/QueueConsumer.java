@@ -167,16 +167,16 @@ final class QueueConsumer<T> {
     private boolean round(List<String> names, boolean claim, Deadline deadline, List<Taken<T>> taken)
             throws InterruptedException {
         NameCache cache = queue.items.names();
-        Slots.Slot slot;
+        Slots.Slot slot = null;
         List<byte[]> stored;
         try {
             slot = queue.slots.borrow(deadline);
             stored = read(names, deadline);
         } catch (TimeoutException e) {
-            names.forEach(cache::putBack);
+            abandon(names, slot);
             return false;
         } catch (RuntimeException | InterruptedException e) {
-            names.forEach(cache::putBack);
+            abandon(names, slot);
             throw e;
         }
         List<String> present = new ArrayList<>();
@@ -212,6 +212,14 @@ final class QueueConsumer<T> {
             remove(slot, present, decoded, taken);
         }
         return true;
+    }
+
+    /** A round that ended before its write: the names go back in play, and the slot, if borrowed, back to idle. */
+    private void abandon(List<String> names, Slots.Slot slot) {
+        names.forEach(queue.items.names()::putBack);
+        if (slot != null) {
+            queue.slots.giveBack(slot); // nothing was written with it, so its version is still known
+        }
     }
 
     /**

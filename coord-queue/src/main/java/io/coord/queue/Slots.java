@@ -250,6 +250,9 @@ final class Slots {
 
     private Slot create(Deadline deadline) throws InterruptedException, TimeoutException {
         Slot slot = new Slot(queue.layout.newSlot());
+        // Recorded before the first send, so that the client's close deletes it whatever becomes of the answer (a
+        // create in doubt, then a timeout or a failure, may have made it); a delete of a missing slot is harmless.
+        created.add(slot.path);
         for (int attempt = 0; attempt < 3; attempt++) {
             CompletableFuture<CuratorEvent> answer = BackgroundRequests.call(
                     queue.context,
@@ -269,7 +272,6 @@ final class Slots {
             }
             if (code == Code.OK || code == Code.NODEEXISTS) {
                 // NodeExists: a replay of our own create, since the name is ours alone.
-                created.add(slot.path);
                 return slot;
             }
             if (code == Code.NONODE) {
@@ -290,7 +292,6 @@ final class Slots {
      */
     private void adopt(Slot slot, Code code) {
         if (code == Code.OK || code == Code.NODEEXISTS || ResultCodes.isInDoubt(code)) {
-            created.add(slot.path);
             idle.add(slot);
         }
     }

@@ -7,16 +7,24 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.CoordinationException;
 import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.Deadline;
 import io.coord.core.internal.TransactionOps;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -113,6 +121,49 @@ class SlotsTest {
         assertEquals(-1, replay.failedOp());
         assertEquals(carried + 1, shared.slots.borrowFully().version, "the version is known exactly afterwards");
         assertEquals(0, items(client, path));
+    }
+
+    @Test
+    void aConsumerWhoseReadsFailKeepsUsingOneSlot() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-read-fails");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue =
+                DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
+        queue.offer("a");
+        assertEquals("a", queue.poll());
+        // An item nobody may read: every poll that reaches it fails on its read, after borrowing a slot.
+        CuratorFramework hand = zk.newClient();
+        hand.create()
+                .withMode(CreateMode.PERSISTENT_SEQUENTIAL)
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL & ~ZooDefs.Perms.READ, new Id("world", "anyone"))))
+                .forPath(path + "/items/" + Layout.ITEM_PREFIX, ItemCodec.encode(new byte[1]));
+
+        for (int i = 0; i < 3; i++) {
+            assertThrows(CoordinationException.class, queue::poll);
+        }
+
+        assertEquals(1, hand.getChildren().forPath(path + "/slots").size(), "the slot went back each time");
+        for (String item : hand.getChildren().forPath(path + "/items")) {
+            hand.delete().forPath(path + "/items/" + item);
+        }
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aSlotWhoseCreateIsUnansweredIsDeletedWhenTheClientCloses() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-create-unanswered");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+        SharedQueue shared = shared(client, path);
+        CuratorFramework reader = zk.newClient();
+
+        // The create reaches the server and lands; its answer never comes back.
+        proxy.loseReplies(true);
+        assertThrows(TimeoutException.class, () -> shared.slots.borrow(Deadline.after(Duration.ofMillis(200))));
+        await().until(() -> reader.getChildren().forPath(path + "/slots").size() == 1);
+        client.close();
+
+        await().until(() -> reader.getChildren().forPath(path + "/slots").isEmpty());
     }
 
     @Test
