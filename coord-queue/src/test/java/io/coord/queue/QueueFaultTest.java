@@ -8,17 +8,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.curator.RetryPolicy;
+import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -224,6 +231,120 @@ class QueueFaultTest {
 
         ExecutionException e = assertThrows(ExecutionException.class, () -> taken.get(10, TimeUnit.SECONDS));
         assertInstanceOf(CoordinationException.class, e.getCause());
+    }
+
+    @Test
+    void aWatchRemovalWhoseAnswerIsLostIsSentAgainOnceConnected() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("watch-removal-lost");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // Without Curator's retries, the removal's lost answer comes back in doubt at once.
+        CuratorFramework client = zk.newCustomClient(
+                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
+        AllRequests requests = new AllRequests();
+        client.getZookeeperClient().setTracerDriver(requests);
+        DistributedQueue<String> consumer = queue(client, path);
+        AtomicInteger outcome = new AtomicInteger();
+        Thread taker = new Thread(() -> {
+            try {
+                consumer.take();
+                outcome.set(1);
+            } catch (InterruptedException e) {
+                outcome.set(2);
+            }
+        });
+        taker.start();
+        await("the take waits with its watch on")
+                .until(() -> requests.count("GetChildren") == 1 && zk.watchCount() > 0);
+
+        CountDownLatch reconnected = new CountDownLatch(1);
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (state == ConnectionState.RECONNECTED) {
+                reconnected.countDown();
+            }
+        });
+
+        // The removal lands, its answer is lost, and the connection is cut; reconnecting on the same session puts
+        // the client's watches back on the server before anything else is sent.
+        proxy.dropNextReply();
+        taker.interrupt();
+        taker.join(10_000);
+
+        assertEquals(2, outcome.get());
+        assertTrue(reconnected.await(20, TimeUnit.SECONDS));
+        QueueLeaks.assertNoClaimsOrWatches(zk, path);
+    }
+
+    @Test
+    void aWaiterThatComesWhileAWatchRemovalIsUnansweredStillHearsOfItems() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("watch-removal-then-add");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // Curator sends each request again on its own after a lost connection. With backoff, a later request can go
+        // first: here the first request to be retried waits longest.
+        AtomicBoolean firstRetry = new AtomicBoolean(true);
+        RetryPolicy firstRetriedLast = (retryCount, elapsedMs, sleeper) -> {
+            try {
+                sleeper.sleepFor(firstRetry.getAndSet(false) ? 2_000 : 50, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+            return retryCount < 20;
+        };
+        CuratorFramework client = zk.newCustomClient(
+                builder -> builder.connectString(proxy.connectString()).retryPolicy(firstRetriedLast));
+        Answers answers = new Answers();
+        client.getZookeeperClient().setTracerDriver(answers);
+        DistributedQueue<String> consumer = queue(client, path);
+        Thread first = new Thread(() -> {
+            try {
+                consumer.take();
+            } catch (InterruptedException e) {
+                // leaves, removing the watch
+            }
+        });
+        first.start();
+        await("the first take waits with its watch on").until(() -> answers.count("GetChildren") == 1);
+
+        // The first waiter leaves and a second comes while the removal is unanswered; then the connection goes.
+        proxy.loseReplies(true);
+        first.interrupt();
+        first.join(10_000);
+        CompletableFuture<String> second = CompletableFuture.supplyAsync(() -> {
+            try {
+                return consumer.take();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !second.isDone());
+        proxy.loseReplies(false);
+        proxy.cutConnections();
+        await("the removal sent again answered").until(() -> answers.count("RemoteWatches") == 2);
+
+        queue(zk.newClient(), path).offer("x");
+
+        assertEquals("x", second.get(10, TimeUnit.SECONDS));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    /** Counts the answers one client receives, by Curator's tracer names, including watch removals. */
+    private static final class Answers implements TracerDriver {
+        private final Map<String, Integer> counts = new ConcurrentHashMap<>();
+
+        @Override
+        public void addTrace(String name, long time, TimeUnit unit) {
+            counts.merge(name, 1, Integer::sum);
+        }
+
+        @Override
+        public void addCount(String name, int increment) {}
+
+        int count(String kind) {
+            return counts.entrySet().stream()
+                    .filter(e -> e.getKey().contains(kind))
+                    .mapToInt(Map.Entry::getValue)
+                    .sum();
+        }
     }
 
     @Test
