@@ -30,6 +30,9 @@ final class QueueClaim<T> implements Claim<T> {
         LOST
     }
 
+    // Markers made again for one ack or close, when something other than the queue keeps deleting them.
+    private static final int MAX_MARKERS = 3;
+
     private final SharedQueue queue;
     private final String name;
     private final long session;
@@ -86,9 +89,17 @@ final class QueueClaim<T> implements Claim<T> {
             }
             // Waits for the first answer only, so that a poll right after close() finds the item at the head; a
             // delete that cannot reach the server keeps trying after reconnecting, while the claim lives.
-            CompletableFuture<Void> firstAnswer = new CompletableFuture<>();
-            release(firstAnswer);
-            BackgroundRequests.awaitFully(firstAnswer, queue.layout.claim(name));
+            for (int markersMade = 0; markersMade <= MAX_MARKERS; markersMade++) {
+                CompletableFuture<Boolean> firstAnswer = new CompletableFuture<>();
+                release(firstAnswer);
+                if (!BackgroundRequests.awaitFully(firstAnswer, queue.layout.claim(name))) {
+                    return;
+                }
+                // The marker is gone but not its session, so the claim lives on: a new marker proves it as well.
+                if (queue.marker.of(session) == null) {
+                    return; // the session ended meanwhile, and the claim with it
+                }
+            }
         } finally {
             lock.unlock();
         }
@@ -106,8 +117,9 @@ final class QueueClaim<T> implements Claim<T> {
 
     private boolean remove() {
         CuratorFramework client = queue.context.client();
+        String marker = queue.marker.existing(session);
+        int markersMade = 0;
         while (true) {
-            String marker = queue.marker.existing(session);
             if (marker == null) {
                 return false; // the session ended: the claim died with it
             }
@@ -121,19 +133,31 @@ final class QueueClaim<T> implements Claim<T> {
             if (outcome.landed()) {
                 return true;
             }
+            if (outcome.failedOp() == 0 && markersMade < MAX_MARKERS && queue.context.sessionId() == session) {
+                // The marker is gone but not its session, so the claim lives on: a new marker proves it as well.
+                queue.marker.gone(session, marker);
+                marker = queue.marker.of(session);
+                markersMade++;
+                continue;
+            }
             if (outcome.failedOp() >= 0) {
                 return false; // the marker (so the session) or the claim is gone
             }
             // The reply was lost and nothing landed: send again while the claim's session lives.
+            marker = queue.marker.existing(session);
         }
     }
 
-    /** {check marker, delete claims/X}, sent again after each reconnection while the claim's session lives. */
-    private void release(CompletableFuture<Void> firstAnswer) {
+    /**
+     * {check marker, delete claims/X}, sent again after each reconnection while the claim's session lives. The first
+     * answer completes {@code firstAnswer}: true if the marker was found missing while its session lives, which the
+     * caller mends (making a marker waits for the server, which a callback must not).
+     */
+    private void release(CompletableFuture<Boolean> firstAnswer) {
         String claimPath = queue.layout.claim(name);
         String marker = queue.marker.existing(session);
         if (marker == null) {
-            firstAnswer.complete(null); // the claim died with its session
+            firstAnswer.complete(false); // the claim died with its session
             return;
         }
         CuratorFramework client = queue.context.client();
@@ -144,6 +168,16 @@ final class QueueClaim<T> implements Claim<T> {
                         cb -> client.transaction().inBackground(cb).forOperations(ops))
                 .whenComplete((event, error) -> {
                     Code code = error == null ? BackgroundRequests.code(event) : null;
+                    if (code != null
+                            && code != Code.OK
+                            && BackgroundRequests.failedOp(event) == 0
+                            && queue.context.sessionId() == session) {
+                        queue.marker.gone(session, marker);
+                        if (!firstAnswer.complete(true)) {
+                            log.debug("release of {} left to its session's end: its marker was deleted", claimPath);
+                        }
+                        return;
+                    }
                     if (code == Code.OK || code == Code.NONODE) {
                         queue.items.released(name, session); // deleted, or already gone with its session
                     } else if (code != null && ResultCodes.isInDoubt(code) && queue.context.sessionId() == session) {
@@ -152,7 +186,7 @@ final class QueueClaim<T> implements Claim<T> {
                         log.debug(
                                 "release of {} left to its session's end: {}", claimPath, error != null ? error : code);
                     }
-                    firstAnswer.complete(null);
+                    firstAnswer.complete(false);
                 });
     }
 }

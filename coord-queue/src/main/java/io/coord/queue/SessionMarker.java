@@ -57,6 +57,14 @@ final class SessionMarker {
         return marker != null && marker.session() == owner && queue.context.sessionId() == owner ? marker.path() : null;
     }
 
+    /**
+     * The marker at {@code path} was found missing while {@code owner} is current: it was deleted by something other
+     * than the queue. It is forgotten, so that the next {@link #of} makes another.
+     */
+    void gone(long owner, String path) {
+        current.updateAndGet(m -> m != null && m.session() == owner && m.path().equals(path) ? null : m);
+    }
+
     // Under the creating lock: once per session, and whoever needs the marker waits for it anyway.
     private String create(long owner) {
         for (int attempt = 0; attempt < 3; attempt++) {

@@ -94,6 +94,41 @@ class ClaimSessionTest {
         assertNewerClaimStillHolds(queue, claims.newer(), path);
     }
 
+    @Test
+    void aClaimWhoseSessionMarkerWasDeletedByHandIsStillAcked() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("marker-deleted-ack");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        queue.offer("x");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+
+        deleteSessionMarkers(path);
+
+        assertTrue(claim.ack(), "the session lives, and the claim with it");
+        assertNull(queue(zk.newClient(), path).poll(), "the item is gone");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aClaimWhoseSessionMarkerWasDeletedByHandIsStillReleased() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("marker-deleted-close");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        queue.offer("x");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+
+        deleteSessionMarkers(path);
+        claim.close();
+
+        assertEquals("x", queue(zk.newClient(), path).poll(WAIT), "the item is back for every client");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    private static void deleteSessionMarkers(String path) throws Exception {
+        CuratorFramework hand = zk.newClient();
+        for (String marker : hand.getChildren().forPath(path + "/sessions")) {
+            hand.delete().forPath(path + "/sessions/" + marker);
+        }
+    }
+
     /** The claim made before the client's session expired, and the one made after it on the same item. */
     private record Claims(Claim<String> old, Claim<String> newer) {}
 
