@@ -171,19 +171,10 @@ final class ParentWatch {
                         .whenComplete((event, error) ->
                                 addAnswered(sentAt, error == null ? BackgroundRequests.code(event) : null, error));
             case REMOVE ->
-                // Every persistent watch of this client on the path: removing one watcher only unregisters it in
-                // the client. Quietly: none left there is success.
-                BackgroundRequests.call(
-                                context,
-                                path,
-                                cb -> client.watchers()
-                                        .removeAll()
-                                        .ofType(Watcher.WatcherType.Persistent)
-                                        .quietly()
-                                        .inBackground(cb)
-                                        .forPath(path))
-                        .whenComplete((event, error) ->
-                                removeAnswered(error == null ? BackgroundRequests.code(event) : null));
+                // Every persistent watch of this client on the path, on the current connection only (see
+                // ClientContext#dropWatchesAnswering): removing one watcher only unregisters it in the client.
+                context.dropWatchesAnswering(path, Watcher.WatcherType.Persistent)
+                        .thenAccept(this::removeAnswered);
         }
     }
 

@@ -386,7 +386,7 @@ public final class ClientContext {
      * add of the same watch (each retry waits its own backoff), or on a new session's handle, and remove that watch
      * without anybody knowing. A caller that must see its removal through sends it again, on one connection.
      */
-    CompletableFuture<KeeperException.Code> dropWatchesAnswering(String path, Watcher.WatcherType type) {
+    public CompletableFuture<KeeperException.Code> dropWatchesAnswering(String path, Watcher.WatcherType type) {
         CompletableFuture<KeeperException.Code> done = new CompletableFuture<>();
         try {
             client.getZookeeperClient()
