@@ -89,6 +89,27 @@ class HoldEndsWithLeaseTest {
     }
 
     @Test
+    void aNestedAcquireAfterTheHoldEndedLeavesTheOuterReleaseOwedAndQuiet() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("owed-nested");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        try {
+            mutex.lease().close(); // the outer hold ends
+            mutex.acquire(); // a nested acquire queues afresh, with a new node
+            try {
+                assertEquals(1, mutex.holdCount());
+            } finally {
+                mutex.release(); // the nested hold's own release: its lease ends
+            }
+            assertEquals(0, mutex.holdCount());
+        } finally {
+            mutex.release(); // owed by the outer acquire: quiet
+        }
+        assertThrows(IllegalMonitorStateException.class, mutex::release);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void tryWithResourcesOnTheLeaseReleasesTheLockForEveryone() throws Exception {
         String path = ZooKeeperFixture.uniquePath("try-with-lease");
         ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);

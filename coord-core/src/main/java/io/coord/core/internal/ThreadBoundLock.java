@@ -30,6 +30,8 @@ import java.util.concurrent.locks.Lock;
 public final class ThreadBoundLock implements DistributedLock {
     private final LeaseEngine engine;
     private final Map<Thread, Hold> holds = new ConcurrentHashMap<>();
+    // Releases a thread still owes holds that ended before its current one: paid after the current hold's own.
+    private final Map<Thread, Integer> owed = new ConcurrentHashMap<>();
     private final Set<Lease> asyncLeases = ConcurrentHashMap.newKeySet();
     private ThreadBoundLock readPartner; // set on a write lock
     private ThreadBoundLock writePartner; // set on a read lock
@@ -85,7 +87,16 @@ public final class ThreadBoundLock implements DistributedLock {
         Thread me = Thread.currentThread();
         Hold hold = holds.get(me);
         if (hold == null) {
-            throw notHeld(me, null);
+            Integer left = owed.get(me);
+            if (left == null) {
+                throw notHeld(me, null);
+            }
+            if (left == 1) {
+                owed.remove(me);
+            } else {
+                owed.put(me, left - 1);
+            }
+            return; // owed to a hold that ended before the one just released: quiet
         }
         if (--hold.count == 0) {
             holds.remove(me, hold);
@@ -167,7 +178,10 @@ public final class ThreadBoundLock implements DistributedLock {
             hold.count++;
             return true;
         }
-        holds.remove(me); // a hold whose lease ended: the thread queues afresh, and owes it no more releases
+        Hold ended = holds.remove(me); // a hold whose lease ended: the thread queues afresh
+        if (ended != null) {
+            owed.merge(me, ended.count, Integer::sum); // its releases are still owed, after the new hold's
+        }
         if (readPartner != null && readPartner.liveHold(me) != null) {
             throw new IllegalStateException("the current thread holds the read lock on " + engine.path()
                     + " and would wait behind itself for the write lock; release the read lock first");
