@@ -215,6 +215,27 @@ class MutexFaultTest {
     }
 
     @Test
+    void closingTheClientUnderANamespaceFacadeFailsAPendingAcquisition() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-facade");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient().usingNamespace("tenant"), path);
+        CuratorFramework waiterClient = zk.newClient();
+        ReentrantMutex waiter = new ReentrantMutex(waiterClient.usingNamespace("tenant"), path);
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+
+        // A facade hears of its client's close only through its watches: the waiter's must tell it once.
+        waiterClient.close();
+
+        ExecutionException asyncError = assertThrows(ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
+        assertEquals(
+                "the client was closed while waiting for " + path,
+                asyncError.getCause().getMessage());
+        held.close();
+        zk.assertNoLeaks("/tenant" + path);
+    }
+
+    @Test
     void leaseHeldByAClosedClientIsLost() throws Exception {
         String path = ZooKeeperFixture.uniquePath("closed-holder");
         CuratorFramework client = zk.newClient();

@@ -1,7 +1,6 @@
 package io.coord.core.internal;
 
 import io.coord.core.SequenceNode;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
@@ -18,7 +17,6 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
-import org.apache.zookeeper.Watcher;
 
 /**
  * What the contenders of one client on one path share: children reads, and the deletions any of them has seen.
@@ -56,7 +54,7 @@ final class SharedPath {
         /** The watch request answered: OK means the watch is set, NONODE that the node is already gone. */
         void watchAnswered(SequenceNode node, KeeperException.Code rc);
 
-        /** The node changed (or, with a None event, the connection did). */
+        /** The node changed. */
         void watchFired(WatchedEvent event);
     }
 
@@ -217,20 +215,14 @@ final class SharedPath {
         told.forEach(s -> s.watchAnswered(w.node, rc));
     }
 
-    /** A watch of this path's nodes fired, or (a None event) the connection changed. */
+    /** A watch of one of this path's nodes fired (connection news stays with the client's context). */
     void watchFired(WatchedEvent event) {
-        List<WatchSubscriber> told = new ArrayList<>();
+        List<WatchSubscriber> told;
         lock.lock();
         try {
-            if (event.getType() == Watcher.Event.EventType.None) {
-                // Connection news, which only watches hear for a closing namespace facade: tell everyone.
-                watches.values().forEach(w -> told.addAll(w.subscribers));
-            } else {
-                NodeWatch w = watches.remove(ZKPaths.getNodeFromPath(event.getPath()));
-                if (w != null) {
-                    told.addAll(w.subscribers); // a one-shot watch: whoever waits on the node again sends anew
-                }
-            }
+            NodeWatch w =
+                    watches.remove(ZKPaths.getNodeFromPath(event.getPath())); // one-shot: a re-watch subscribes anew
+            told = w == null ? List.of() : List.copyOf(w.subscribers);
         } finally {
             lock.unlock();
         }

@@ -10,7 +10,6 @@ import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher.Event.EventType;
-import org.apache.zookeeper.Watcher.Event.KeeperState;
 
 /**
  * The predecessor-watch engine: read the queue once, right behind the create, then wait on watches of the nodes the
@@ -214,14 +213,6 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
 
     @Override
     public void watchFired(WatchedEvent event) {
-        if (event.getType() == EventType.None) {
-            // Connection changes reach us through the client's state listener, except the close of a namespace
-            // facade, which only its watches see.
-            if (event.getState() == KeeperState.Closed && attempt.context.isClosed()) {
-                attempt.fail(ClientContext.closedError(attempt.path()));
-            }
-            return;
-        }
         attempt.act(todo -> {
             if (!attempt.isCurrent(this)) {
                 return;
