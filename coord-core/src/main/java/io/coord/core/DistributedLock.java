@@ -86,9 +86,10 @@ public interface DistributedLock {
 
     /**
      * Evicts {@code holder}: deletes its node. Its lease turns {@link LeaseState#LOST} and the next waiter is granted.
-     * The holder learns of it at once when its client has a live view of the path, or when it registered {@link
-     * Lease#onRevocationRequested}; otherwise (predecessor watches, and a client's first hold on a path, when it has
-     * no view yet) only when its connection next drops and comes back, or when it releases. <b>Only safe with
+     * The holder learns of it at once when its client has a live view of the path, when it registered {@link
+     * Lease#onRevocationRequested}, or when a waiter of its own client hears the deletion; otherwise (predecessor
+     * watches, and a client's first hold on a path, when it has no view yet) only when its connection next drops and
+     * comes back, or when it releases. <b>Only safe with
      * fencing:</b> the evicted holder may still be working, and what stops its writes is that its fencing token is
      * smaller than the next holder's, which the protected resource (or {@link Lease#fencedCheck()}) must enforce.
      *

@@ -193,6 +193,26 @@ class MutexRevocationTest {
     }
 
     @Test
+    void forcedRevocationEndsAHoldWhoseNodeAWaiterOfTheSameClientWatched() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-forced-same-client");
+        CuratorFramework client = zk.newClient(); // its first acquisitions on the path: granted without a view
+        ReentrantMutex holder = new ReentrantMutex(client, path, "holder");
+        ReentrantMutex waiter = new ReentrantMutex(client, path, "waiter");
+        Lease evicted = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<Lease> next = waiter.acquireAsync();
+        await().until(() -> waiter.participants().size() == 2);
+
+        assertTrue(new ReentrantMutex(zk.newClient(), path)
+                .forceRevocation(waiter.participants().get(0)));
+
+        // The waiter hears the deletion and is granted: the holder, in the same process, must not hold on.
+        Lease granted = next.get(10, TimeUnit.SECONDS);
+        assertEquals(LeaseState.LOST, evicted.ended().get(10, TimeUnit.SECONDS));
+        granted.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void badInputIsRefusedBeforeAnythingIsWritten() throws Exception {
         String path = ZooKeeperFixture.uniquePath("revoke-bad-input");
         ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path, "holder");

@@ -214,6 +214,22 @@ public final class ClientContext {
         if (shared != null) {
             shared.watchFired(event); // otherwise nobody waits on that path any more
         }
+        if (event.getType() == Watcher.Event.EventType.NodeDeleted) {
+            nodeDeleted(event.getPath());
+        }
+    }
+
+    /**
+     * The node at {@code path} was deleted, as a waiter of this client heard. If a lease of this client holds it,
+     * somebody else deleted it (a release ends its lease first), and the waiter may be granted now: the lease is
+     * LOST, whether or not it was granted on a view that would have told it.
+     */
+    void nodeDeleted(String path) {
+        for (LeaseImpl lease : leases) {
+            if (lease.nodes().contains(path)) {
+                lease.deletedElsewhere();
+            }
+        }
     }
 
     void leave(SharedPath shared) {

@@ -803,6 +803,8 @@ final class PathView {
         SequenceNode node = gone.orElseGet(() -> SequenceNode.parse(child).orElse(null));
         if (node != null) {
             listeners.deleted(node, todo);
+            String deleted = ZKPaths.makePath(path, child);
+            todo.add(() -> context.nodeDeleted(deleted)); // a hold granted without the view hears of it too
         }
         if (gone.isPresent()) {
             changed(todo);
