@@ -236,6 +236,28 @@ class MutexFaultTest {
     }
 
     @Test
+    void closingTheClientUnderANamespaceFacadeWhileDisconnectedFailsAPendingAcquisition() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-facade-offline");
+        CuratorFramework client =
+                zk.newCustomClient(b -> b.retryPolicy(new RetryNTimes(0, 0)).connectionTimeoutMs(300));
+        ReentrantMutex waiter = new ReentrantMutex(client.usingNamespace("tenant"), path);
+        zk.stopServer();
+        await().until(() -> !client.getZookeeperClient().isConnected());
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        // Its create fails with the connection, and it waits for the connection to queue again: no watch, no request.
+        await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5)).until(() -> !pending.isDone());
+
+        client.close();
+
+        ExecutionException asyncError = assertThrows(ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
+        assertEquals(
+                "the client was closed while waiting for " + path,
+                asyncError.getCause().getMessage());
+        zk.restartServer();
+        zk.assertNoLeaks("/tenant" + path);
+    }
+
+    @Test
     void leaseHeldByAClosedClientIsLost() throws Exception {
         String path = ZooKeeperFixture.uniquePath("closed-holder");
         CuratorFramework client = zk.newClient();

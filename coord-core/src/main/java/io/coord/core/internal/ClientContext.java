@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
@@ -55,6 +56,8 @@ public final class ClientContext {
     private final CopyOnWriteArrayList<SessionListener> sessionListeners = new CopyOnWriteArrayList<>();
     private final Map<String, Object> moduleState = new ConcurrentHashMap<>();
 
+    private static final long CLOSE_LOOK_MILLIS = 250;
+
     private final ReentrantLock stateLock = new ReentrantLock();
     // Written under stateLock; closed is also read without it.
     private boolean connected;
@@ -64,6 +67,10 @@ public final class ClientContext {
     // The session the client was last connected on, 0 if none yet or if it ended: a reconnection on the same one
     // keeps watches and ephemeral nodes, any other is a new session.
     private long session;
+    // A namespace facade hears of its client's close only through watches and requests: while it has work waiting
+    // for a connection, and so neither, the clock looks instead. Guarded by stateLock.
+    private boolean facade;
+    private boolean lookingForClose;
 
     /** What a connection change means for the state a module keeps about the server. */
     public enum SessionEvent {
@@ -112,7 +119,14 @@ public final class ClientContext {
             client.getCuratorListenable().addListener(this::curatorEvent);
         } catch (UnsupportedOperationException e) {
             // A namespace facade has no CuratorListenable. Its close is seen instead by the watches and requests of
-            // waiters, and by leases the next time their state is read.
+            // waiters, by leases the next time their state is read, and by the clock while work waits for a
+            // connection (see whenConnected).
+            stateLock.lock();
+            try {
+                facade = true;
+            } finally {
+                stateLock.unlock();
+            }
         }
         // Read after registering: a CONNECTED delivered in between is then seen one way or the other.
         stateLock.lock();
@@ -358,12 +372,36 @@ public final class ClientContext {
             }
             if (!connected) {
                 onConnected.add(task);
+                lookForCloseLater();
                 return;
             }
         } finally {
             stateLock.unlock();
         }
         internal.execute(task);
+    }
+
+    /** Under stateLock: on a facade with work waiting for a connection, looks for the client's close in a while. */
+    private void lookForCloseLater() {
+        if (facade && !lookingForClose) {
+            lookingForClose = true;
+            Executors.TIMER.schedule(this::lookForClose, CLOSE_LOOK_MILLIS, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private void lookForClose() {
+        if (isClosed()) {
+            return; // closed() failed what waited
+        }
+        stateLock.lock();
+        try {
+            lookingForClose = false;
+            if (!connected && !onConnected.isEmpty()) {
+                lookForCloseLater();
+            }
+        } finally {
+            stateLock.unlock();
+        }
     }
 
     /** The current ZooKeeper session id, or 0 when there is no handle. */
