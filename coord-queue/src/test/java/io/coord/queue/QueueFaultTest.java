@@ -244,15 +244,7 @@ class QueueFaultTest {
         client.getZookeeperClient().setTracerDriver(requests);
         DistributedQueue<String> consumer = queue(client, path);
         AtomicInteger outcome = new AtomicInteger();
-        Thread taker = new Thread(() -> {
-            try {
-                consumer.take();
-                outcome.set(1);
-            } catch (InterruptedException e) {
-                outcome.set(2);
-            }
-        });
-        taker.start();
+        Thread taker = startTaking(consumer, outcome);
         await("the take waits with its watch on")
                 .until(() -> requests.count("GetChildren") == 1 && zk.watchCount() > 0);
 
@@ -327,6 +319,20 @@ class QueueFaultTest {
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
+    /** A thread that takes one item and sets {@code outcome}: 1 when it took one, 2 when it was interrupted. */
+    private static Thread startTaking(DistributedQueue<String> consumer, AtomicInteger outcome) {
+        Thread taker = new Thread(() -> {
+            try {
+                consumer.take();
+                outcome.set(1);
+            } catch (InterruptedException e) {
+                outcome.set(2);
+            }
+        });
+        taker.start();
+        return taker;
+    }
+
     /** Counts the answers one client receives, by Curator's tracer names. */
     private static final class Answers implements TracerDriver {
         private final Map<String, Integer> counts = new ConcurrentHashMap<>();
@@ -352,15 +358,7 @@ class QueueFaultTest {
         String path = ZooKeeperFixture.uniquePath("interrupt");
         DistributedQueue<String> consumer = queue(zk.newClient(), path);
         AtomicInteger outcome = new AtomicInteger();
-        Thread taker = new Thread(() -> {
-            try {
-                consumer.take();
-                outcome.set(1);
-            } catch (InterruptedException e) {
-                outcome.set(2);
-            }
-        });
-        taker.start();
+        Thread taker = startTaking(consumer, outcome);
         await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(taker::isAlive);
 
         taker.interrupt();
