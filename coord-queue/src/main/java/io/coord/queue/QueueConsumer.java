@@ -276,7 +276,7 @@ final class QueueConsumer<T> {
             ops.add(TransactionOps.delete(client, claimPath));
             ops.add(TransactionOps.delete(client, queue.layout.item(name)));
         }
-        Slots.Outcome outcome = queue.slots.commit(slot, ops, queue.layout.items());
+        Slots.Outcome outcome = commit(slot, ops, queue.layout.items(), names);
         NameCache cache = queue.items.names();
         if (outcome.landed()) {
             for (int i = 0; i < names.size(); i++) {
@@ -306,12 +306,13 @@ final class QueueConsumer<T> {
         CuratorFramework client = queue.context.client();
         String claimPath = queue.layout.claim(name);
         long session = queue.context.sessionId();
-        Slots.Outcome outcome = queue.slots.commit(
+        Slots.Outcome outcome = commit(
                 slot,
                 List.of(
                         TransactionOps.create(client, claimPath, CreateMode.EPHEMERAL, new byte[0]),
                         TransactionOps.check(client, queue.layout.item(name))),
-                claimPath);
+                claimPath,
+                List.of(name));
         NameCache cache = queue.items.names();
         if (!outcome.landed()) {
             if (outcome.failedOp() == 0 || outcome.failedOp() == 1) {
@@ -328,6 +329,19 @@ final class QueueConsumer<T> {
         }
         cache.held(name, owner);
         taken.add(new Taken<>(item, new QueueClaim<>(queue, name, owner, item)));
+    }
+
+    /**
+     * Commits with the slot. A failure with no outcome (a refusal of the slot's own write, a slot deleted by hand)
+     * puts the names back in play: a later read finds out which of them are gone.
+     */
+    private Slots.Outcome commit(Slots.Slot slot, List<CuratorOp> ops, String what, List<String> names) {
+        try {
+            return queue.slots.commit(slot, ops, what);
+        } catch (RuntimeException | Error e) {
+            names.forEach(queue.items.names()::putBack);
+            throw e;
+        }
     }
 
     /** An item a transaction failed on: claimed by someone (watch the claim), or gone. */

@@ -150,6 +150,32 @@ class SlotsTest {
     }
 
     @Test
+    void aTakeWhoseSlotWriteIsRefusedLeavesTheItemToTheNextPoll() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-write-refused");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue =
+                DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
+        queue.offer("a");
+        assertEquals("a", queue.poll());
+        queue.offer("b");
+        CuratorFramework hand = zk.newClient();
+        String slot =
+                path + "/slots/" + hand.getChildren().forPath(path + "/slots").get(0);
+        hand.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL & ~ZooDefs.Perms.WRITE, new Id("world", "anyone"))))
+                .forPath(slot);
+
+        // The take's transaction fails as a whole on the slot's own write: nothing was taken.
+        assertThrows(CoordinationException.class, queue::poll);
+
+        hand.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone"))))
+                .forPath(slot);
+        assertEquals("b", queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aSlotWhoseCreateIsUnansweredIsDeletedWhenTheClientCloses() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-create-unanswered");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
