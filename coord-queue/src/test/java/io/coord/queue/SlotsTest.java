@@ -47,6 +47,15 @@ class SlotsTest {
                 shared.context.client(), shared.layout.itemPrefix(true), CreateMode.PERSISTENT_SEQUENTIAL, stored));
     }
 
+    /** A queue whose client has written once, so that it has its one slot. */
+    private static DistributedQueue<String> queueWithItsSlot(CuratorFramework client, String path) {
+        DistributedQueue<String> queue =
+                DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
+        queue.offer("a");
+        assertEquals("a", queue.poll());
+        return queue;
+    }
+
     private static int items(CuratorFramework client, String path) throws Exception {
         return client.getChildren().forPath(path + "/items").size();
     }
@@ -127,10 +136,7 @@ class SlotsTest {
     void aConsumerWhoseReadsFailKeepsUsingOneSlot() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-read-fails");
         CuratorFramework client = zk.newClient();
-        DistributedQueue<String> queue =
-                DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
-        queue.offer("a");
-        assertEquals("a", queue.poll());
+        DistributedQueue<String> queue = queueWithItsSlot(client, path);
         // An item nobody may read: every poll that reaches it fails on its read, after borrowing a slot.
         CuratorFramework hand = zk.newClient();
         hand.create()
@@ -153,10 +159,7 @@ class SlotsTest {
     void aTakeWhoseSlotWriteIsRefusedLeavesTheItemToTheNextPoll() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-write-refused");
         CuratorFramework client = zk.newClient();
-        DistributedQueue<String> queue =
-                DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
-        queue.offer("a");
-        assertEquals("a", queue.poll());
+        DistributedQueue<String> queue = queueWithItsSlot(client, path);
         queue.offer("b");
         CuratorFramework hand = zk.newClient();
         String slot =
@@ -196,10 +199,7 @@ class SlotsTest {
     void slotsAreDeletedWhenTheClientCloses() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-close");
         CuratorFramework client = zk.newClient();
-        DistributedQueue<String> queue =
-                DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
-        queue.offer("a");
-        assertEquals("a", queue.poll());
+        DistributedQueue<String> queue = queueWithItsSlot(client, path);
         CuratorFramework reader = zk.newClient();
         assertEquals(1, reader.getChildren().forPath(path + "/slots").size(), "one thread wrote: one slot");
 
