@@ -89,30 +89,15 @@ class QueueFaultTest {
     @Test
     void itemThatCannotBeDeserializedStaysInPlace() throws Exception {
         String path = ZooKeeperFixture.uniquePath("poison");
-        QueueSerializer<String> picky = new QueueSerializer<>() {
-            @Override
-            public byte[] serialize(String item) {
-                return item.getBytes(StandardCharsets.UTF_8);
-            }
-
-            @Override
-            public String deserialize(byte[] bytes) {
-                String item = new String(bytes, StandardCharsets.UTF_8);
-                if (item.startsWith("poison")) {
-                    throw new IllegalStateException("cannot read " + item);
-                }
-                return item;
-            }
-        };
         CuratorFramework client = zk.newClient();
         DistributedQueue<String> pickyQueue =
-                DistributedQueue.builder(client, path, picky).build();
+                DistributedQueue.builder(client, path, PICKY).build();
         DistributedQueue<String> plain = queue(zk.newClient(), path);
         plain.offer("poison pill");
         plain.offer("fine");
 
         assertEquals(
-                "cannot read poison pill",
+                "cannot read poison",
                 assertThrows(IllegalStateException.class, pickyQueue::poll).getMessage());
         assertThrows(IllegalStateException.class, pickyQueue::take);
         assertThrows(IllegalStateException.class, () -> pickyQueue.claim(Duration.ofSeconds(1)));
