@@ -154,13 +154,15 @@ final class SharedPath {
         long session = context.sessionId();
         lock.lock();
         try {
-            joined = watches.get(node.name());
-            if (joined != null && joined.session != session) {
-                joined = null; // its watch died with an older session
-            }
-            send = joined == null;
+            NodeWatch existing = watches.get(node.name());
+            // An entry of an older session has no watch on the server any more: send a new one. Its subscribers
+            // move over, so that none is dropped unheard if the session id read wrong (0 when it cannot be read).
+            send = existing == null || existing.session != session;
+            joined = send ? new NodeWatch(node, session) : existing;
             if (send) {
-                joined = new NodeWatch(node, session);
+                if (existing != null) {
+                    joined.subscribers.addAll(existing.subscribers);
+                }
                 watches.put(node.name(), joined);
             }
             joined.subscribers.add(subscriber);
