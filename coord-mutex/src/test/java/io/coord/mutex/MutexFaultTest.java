@@ -258,6 +258,27 @@ class MutexFaultTest {
     }
 
     @Test
+    void aNewSessionWithoutAnExpiryLosesTheOldSessionsLeaseAndRequeuesItsWaiters() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("new-session");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<Lease> waiting = mutex.acquireAsync();
+        await().until(() -> mutex.participants().size() == 2);
+        long before = client.getZookeeperClient().getZooKeeper().getSessionId();
+
+        // A new handle, so a new session, with no expiry in between: what a changed connection string does.
+        client.getZookeeperClient().reset();
+
+        assertEquals(LeaseState.LOST, held.ended().get(20, TimeUnit.SECONDS));
+        Lease granted = waiting.get(20, TimeUnit.SECONDS);
+        assertTrue(granted.isValid());
+        assertTrue(client.getZookeeperClient().getZooKeeper().getSessionId() != before);
+        granted.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void leaseHeldByAClosedClientIsLost() throws Exception {
         String path = ZooKeeperFixture.uniquePath("closed-holder");
         CuratorFramework client = zk.newClient();
