@@ -22,8 +22,8 @@ import org.apache.zookeeper.Watcher.Event.EventType;
  * <p>Consumers work down the cached names and read the children again only when the names run out, so draining N
  * items costs O(N) requests. The watch on the items parent is PERSISTENT, so that nothing needs to be sent to keep
  * it, and it is left only while a consumer or producer of this client waits: the last one to stop waiting removes
- * it ({@link ParentWatch}). Each event bumps a change count and fires the signal; a waiter reads again only when something changed since
- * the last read was sent.
+ * it ({@link ParentWatch}). Each event bumps a change count and fires the signal; a waiter reads again only when
+ * something changed since the last read was sent.
  */
 final class ItemsWatch {
     private final ClientContext context;
