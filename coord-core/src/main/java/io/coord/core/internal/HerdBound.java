@@ -8,11 +8,12 @@ import java.util.Set;
 /**
  * The herd bound of one client's view of one path. Every event goes to every client with a view of the path, so with
  * N clients contending a round costs O(N²) notifications: a client keeps its view only while the path holds at most
- * {@link ViewSettings#maxOthers} nodes besides its own (those whose creates have not answered yet included), and falls back to predecessor watches above it, until
- * {@link #QUIET_READS} reads in a row find the path back at half the bound. The count is checked when the client's own
- * nodes join the view and at every create event, so an idle view that a burst crowds is dropped at once instead of
- * hearing the whole burst. Nor does a client add a view to a path it has not counted yet: its first acquisition there
- * queues with predecessor watches, and that read is the count.
+ * {@link ViewSettings#maxOthers} nodes besides its own (its own include those whose creates have not answered yet),
+ * and falls back to predecessor watches above it, until {@link #QUIET_READS} reads in a row find the path back at
+ * half the bound. The count is checked when the client's own nodes join the view and at every create event, so an
+ * idle view that a burst crowds is dropped at once instead of hearing the whole burst. Nor does a client add a view to
+ * a path it has not counted yet: its first acquisition there queues with predecessor watches, and that read is the
+ * count.
  *
  * <p>Guarded by the view's lock.
  */
