@@ -247,6 +247,33 @@ class ReentrantMutexTest {
     }
 
     @Test
+    void asLockTreatsAnInterruptAsLockDoes() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("as-lock-interrupt");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        Lock lock = mutex.asLock();
+        mutex.acquire(); // makes the path, so that the look below is about the interrupt alone
+        mutex.release();
+        Thread.currentThread().interrupt();
+        try {
+            assertTrue(lock.tryLock(), "tryLock() takes a free lock whatever the interrupt flag says");
+            assertTrue(Thread.currentThread().isInterrupted(), "and leaves the flag set");
+            // Held already: the interruptible calls still answer the interrupt first.
+            assertThrows(InterruptedException.class, lock::lockInterruptibly);
+            Thread.currentThread().interrupt();
+            assertThrows(InterruptedException.class, () -> lock.tryLock(1, TimeUnit.SECONDS));
+            Thread.currentThread().interrupt();
+            lock.lock();
+            assertTrue(Thread.interrupted(), "lock() keeps the flag");
+            assertEquals(2, mutex.holdCount());
+        } finally {
+            Thread.interrupted();
+        }
+        lock.unlock();
+        lock.unlock();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void asLockBehavesLikeALock() throws Exception {
         String path = ZooKeeperFixture.uniquePath("as-lock");
         ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);

@@ -16,14 +16,44 @@ final class LockView implements Lock {
 
     @Override
     public void lock() {
-        boolean interrupted = false;
+        ignoringInterrupts(() -> {
+            lock.acquire();
+            return true;
+        });
+    }
+
+    @Override
+    public void lockInterruptibly() throws InterruptedException {
+        checkInterrupt(); // as Lock says, even when the thread holds the lock already
+        lock.acquire();
+    }
+
+    /** Takes a free lock whatever the interrupt flag says, as ReentrantLock's tryLock() does. */
+    @Override
+    public boolean tryLock() {
+        return ignoringInterrupts(() -> lock.acquire(Duration.ZERO));
+    }
+
+    @Override
+    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+        checkInterrupt();
+        return lock.acquire(Duration.ofNanos(Math.max(0, unit.toNanos(time))));
+    }
+
+    @FunctionalInterface
+    private interface Acquisition {
+        boolean run() throws InterruptedException;
+    }
+
+    /** Runs {@code acquisition} until it answers, however often interrupted, and restores the flag afterwards. */
+    private static boolean ignoringInterrupts(Acquisition acquisition) {
+        boolean interrupted = Thread.interrupted();
         try {
             while (true) {
                 try {
-                    lock.acquire();
-                    return;
+                    return acquisition.run();
                 } catch (InterruptedException e) {
-                    interrupted = true; // Lock.lock() is not interruptible: keep waiting, restore the flag after
+                    interrupted = true; // not interruptible: keep going, and tell the caller's code afterwards
                 }
             }
         } finally {
@@ -33,24 +63,10 @@ final class LockView implements Lock {
         }
     }
 
-    @Override
-    public void lockInterruptibly() throws InterruptedException {
-        lock.acquire();
-    }
-
-    @Override
-    public boolean tryLock() {
-        try {
-            return lock.acquire(Duration.ZERO);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
+    private static void checkInterrupt() throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
         }
-    }
-
-    @Override
-    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-        return lock.acquire(Duration.ofNanos(Math.max(0, unit.toNanos(time))));
     }
 
     @Override
