@@ -331,13 +331,20 @@ public final class ClientContext {
         return true;
     }
 
+    /**
+     * Whether the client is connected now. The handle is asked too: a context made before its client connected hears
+     * of the connection a moment after the client reports it, and a look taken at once must not be refused for that.
+     */
     public boolean isConnected() {
         stateLock.lock();
         try {
-            return connected;
+            if (connected) {
+                return true;
+            }
         } finally {
             stateLock.unlock();
         }
+        return !closed && client.getZookeeperClient().isConnected();
     }
 
     /**
