@@ -2,6 +2,7 @@ package io.coord.core.internal;
 
 import io.coord.core.SequenceNode;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
 
@@ -89,6 +90,11 @@ final class OwnNodes {
         List<String> taken = names;
         names = List.of();
         return taken;
+    }
+
+    /** Every generation's prefix, as a view valid under the attempt's lock: read on every wake-up, so not copied. */
+    List<String> allPrefixes() {
+        return Collections.unmodifiableList(prefixes);
     }
 
     /** Every generation's prefix, less the current one's if {@code spareCurrent} (it may name a granted lease). */

@@ -60,7 +60,7 @@ final class ViewWaiting implements Waiting, PathView.Member, PathView.NodeListen
         }
         OwnNodes own = attempt.own;
         PathView.Verdict verdict =
-                view.evaluate(own.last(), own.session(), own.prefixes(false), own.names(), attempt.request.predicate());
+                view.evaluate(own.last(), own.session(), own.allPrefixes(), own.names(), attempt.request.predicate());
         switch (verdict.kind()) {
             case NOT_READY -> {
                 if (attempt.request.tryOnce()) {
