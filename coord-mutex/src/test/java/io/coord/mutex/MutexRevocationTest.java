@@ -200,13 +200,17 @@ class MutexRevocationTest {
         ReentrantMutex waiter = new ReentrantMutex(client, path, "waiter");
         Lease evicted = holder.acquireAsync().get(10, TimeUnit.SECONDS);
         CompletableFuture<Lease> next = waiter.acquireAsync();
+        // What the evicted hold says at the moment the waiter's lease is handed out, on the thread that hands it out.
+        CompletableFuture<LeaseState> evictedAtGrant = next.thenApply(granted -> evicted.state());
         await().until(() -> waiter.participants().size() == 2);
 
         assertTrue(new ReentrantMutex(zk.newClient(), path)
                 .forceRevocation(waiter.participants().get(0)));
 
-        // The waiter hears the deletion and is granted: the holder, in the same process, must not hold on.
+        // The waiter hears the deletion and is granted: the holder, in the same process, must not hold on, not
+        // even for the moment between the two.
         Lease granted = next.get(10, TimeUnit.SECONDS);
+        assertEquals(LeaseState.LOST, evictedAtGrant.get(10, TimeUnit.SECONDS));
         assertEquals(LeaseState.LOST, evicted.ended().get(10, TimeUnit.SECONDS));
         granted.close();
         zk.assertNoLeaks(path);

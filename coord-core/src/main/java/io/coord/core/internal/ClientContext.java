@@ -224,12 +224,12 @@ public final class ClientContext {
             }
             return;
         }
+        if (event.getType() == Watcher.Event.EventType.NodeDeleted) {
+            nodeDeleted(event.getPath()); // first: a waiter this deletion grants must find the hold already lost
+        }
         SharedPath shared = paths.get(ZKPaths.getPathAndNode(event.getPath()).getPath());
         if (shared != null) {
             shared.watchFired(event); // otherwise nobody waits on that path any more
-        }
-        if (event.getType() == Watcher.Event.EventType.NodeDeleted) {
-            nodeDeleted(event.getPath());
         }
     }
 

@@ -802,9 +802,11 @@ final class PathView {
         herd.forget(child);
         SequenceNode node = gone.orElseGet(() -> SequenceNode.parse(child).orElse(null));
         if (node != null) {
-            listeners.deleted(node, todo);
+            // A hold of this client on the node is lost before anyone listening is told, so that a waiter granted
+            // by the deletion never sits beside a hold that still says HELD (one granted without the view included).
             String deleted = ZKPaths.makePath(path, child);
-            todo.add(() -> context.nodeDeleted(deleted)); // a hold granted without the view hears of it too
+            todo.add(() -> context.nodeDeleted(deleted));
+            listeners.deleted(node, todo);
         }
         if (gone.isPresent()) {
             changed(todo);
