@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.retry.RetryNTimes;
@@ -25,6 +26,8 @@ import org.apache.zookeeper.data.ACL;
 final class FaultyHandle {
     private final AtomicBoolean loseNextLockCreateReply = new AtomicBoolean();
     private final AtomicBoolean loseNextMulti = new AtomicBoolean();
+    private final AtomicBoolean refuseMultis = new AtomicBoolean();
+    private final AtomicInteger refusedMultis = new AtomicInteger();
     private final AtomicBoolean holdNextWatchRemoval = new AtomicBoolean();
     private final AtomicReference<Runnable> heldRemoval = new AtomicReference<>();
     private final AtomicReference<Handle> handle = new AtomicReference<>();
@@ -51,6 +54,15 @@ final class FaultyHandle {
 
     boolean multiLost() {
         return !loseNextMulti.get();
+    }
+
+    /** Every multi from now on throws where it is called, as a handle does once its client is closing. */
+    void refuseMultis() {
+        refuseMultis.set(true);
+    }
+
+    int refusedMultis() {
+        return refusedMultis.get();
     }
 
     /**
@@ -113,6 +125,10 @@ final class FaultyHandle {
 
         @Override
         public void multi(Iterable<Op> ops, AsyncCallback.MultiCallback callback, Object ctx) {
+            if (refuseMultis.get()) {
+                refusedMultis.incrementAndGet();
+                throw new IllegalStateException("refused by the test");
+            }
             if (!loseNextMulti.compareAndSet(true, false)) {
                 super.multi(ops, callback, ctx);
                 return;

@@ -101,4 +101,27 @@ class ViewFaultTest {
         bobsClient.close();
         zk.assertNoLeaks(path);
     }
+
+    @Test
+    void aReadabilityCheckTheHandleRefusesIsNotAskedAgainWithoutEnd() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-check-refused");
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework bobsClient = faults.client(zk);
+        ZooKeeperFixture.lingerViews(bobsClient, Duration.ofMinutes(1));
+        ReentrantMutex bob = new ReentrantMutex(bobsClient, path);
+        bob.acquire(); // counts the path: bob's next acquisition reads a view, which lists alice's node
+        bob.release();
+        Lease alicesLease =
+                new ReentrantMutex(zk.newClient(), path).acquireAsync().get(10, TimeUnit.SECONDS);
+
+        // The check that bob may read alice's node cannot even be sent: bob stops relying on the view, once.
+        faults.refuseMultis();
+        CompletableFuture<Lease> bobs = bob.acquireAsync();
+        await().until(() -> faults.refusedMultis() > 0);
+        alicesLease.close();
+        bobs.get(10, TimeUnit.SECONDS).close();
+        assertEquals(1, faults.refusedMultis());
+        bobsClient.close();
+        zk.assertNoLeaks(path);
+    }
 }

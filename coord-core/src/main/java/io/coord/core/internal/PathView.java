@@ -681,15 +681,28 @@ final class PathView {
         }
         confirming = true;
         int gen = generation;
-        todo.add(
-                () -> ViewConfirmation.send(context, path, unknown, (rc, results) -> confirmed(gen, unknown, results)));
+        todo.add(() ->
+                ViewConfirmation.send(context, path, unknown, (rc, results) -> confirmed(gen, unknown, rc, results)));
     }
 
-    private void confirmed(int gen, List<SequenceNode> asked, List<Code> results) {
+    private void confirmed(int gen, List<SequenceNode> asked, Code rc, List<Code> results) {
         act(todo -> {
             confirming = false;
-            if (gen != generation || results == null) {
-                confirmListened(todo); // not answered: asked again once the view is live
+            if (gen != generation) {
+                confirmListened(todo); // the view was read again meanwhile: ask about what it lists now
+                return;
+            }
+            if (results == null) {
+                if (context.isClosed()) {
+                    return; // the close fails whoever waits
+                }
+                if (!ResultCodes.isInDoubt(rc)) {
+                    // Not sent at all (the handle refused it): asking again at once could refuse again on this
+                    // thread without end, and a waiter must not rely on events the view cannot vouch for.
+                    becomeUnusable(Unusable.BLIND, todo);
+                    return;
+                }
+                confirmListened(todo); // lost with the connection: asked again once the view is live
                 return;
             }
             for (int i = 0; i < asked.size(); i++) {
