@@ -27,6 +27,7 @@ import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -131,7 +132,7 @@ public final class ClientContext {
         // Read after registering: a CONNECTED delivered in between is then seen one way or the other.
         stateLock.lock();
         try {
-            if (client.getZookeeperClient().isConnected()) {
+            if (handleConnected()) {
                 connected = true;
                 // The session we start on, so that the first RECONNECTED on it is not taken for a new one.
                 session = session == 0 ? sessionId() : session;
@@ -334,17 +335,33 @@ public final class ClientContext {
     /**
      * Whether the client is connected now. The handle is asked too: a context made before its client connected hears
      * of the connection a moment after the client reports it, and a look taken at once must not be refused for that.
+     * A read-only connection does not count, here or in the context's own state: it takes no writes.
      */
     public boolean isConnected() {
         stateLock.lock();
         try {
+            if (closed) {
+                return false;
+            }
             if (connected) {
                 return true;
             }
         } finally {
             stateLock.unlock();
         }
-        return !closed && client.getZookeeperClient().isConnected();
+        return handleConnected();
+    }
+
+    /** Whether the client's handle has a connection that takes writes. */
+    private boolean handleConnected() {
+        if (!client.getZookeeperClient().isConnected()) {
+            return false; // Curator's own flag, which counts a read-only connection too
+        }
+        try {
+            return client.getZookeeperClient().getZooKeeper().getState() == ZooKeeper.States.CONNECTED;
+        } catch (Exception e) {
+            return false; // no handle, or Curator holds a background error for it: not usable now
+        }
     }
 
     /**
