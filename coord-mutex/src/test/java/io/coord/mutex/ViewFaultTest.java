@@ -81,10 +81,7 @@ class ViewFaultTest {
                         .aclProvider(MutexViewTest.creatorOnly()));
         FaultyHandle faults = new FaultyHandle();
         CuratorFramework bobsClient = faults.client(zk);
-        ZooKeeperFixture.lingerViews(bobsClient, Duration.ofMinutes(1));
-        ReentrantMutex bob = new ReentrantMutex(bobsClient, path);
-        bob.acquire(); // counts the path: bob's next acquisition reads a view, which lists alice's node
-        bob.release();
+        ReentrantMutex bob = countingThePath(bobsClient, path);
         Lease alicesLease = new ReentrantMutex(alice, path).acquireAsync().get(10, TimeUnit.SECONDS);
 
         // Bob waits on a node whose events he may never get; the check that would tell him so is lost.
@@ -107,10 +104,7 @@ class ViewFaultTest {
         String path = ZooKeeperFixture.uniquePath("view-check-refused");
         FaultyHandle faults = new FaultyHandle();
         CuratorFramework bobsClient = faults.client(zk);
-        ZooKeeperFixture.lingerViews(bobsClient, Duration.ofMinutes(1));
-        ReentrantMutex bob = new ReentrantMutex(bobsClient, path);
-        bob.acquire(); // counts the path: bob's next acquisition reads a view, which lists alice's node
-        bob.release();
+        ReentrantMutex bob = countingThePath(bobsClient, path);
         Lease alicesLease =
                 new ReentrantMutex(zk.newClient(), path).acquireAsync().get(10, TimeUnit.SECONDS);
 
@@ -123,5 +117,14 @@ class ViewFaultTest {
         assertEquals(1, faults.refusedMultis());
         bobsClient.close();
         zk.assertNoLeaks(path);
+    }
+
+    /** A mutex whose client has taken it once: its next acquisition reads a view, which lists the nodes of others. */
+    private static ReentrantMutex countingThePath(CuratorFramework client, String path) throws InterruptedException {
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        mutex.acquire();
+        mutex.release();
+        return mutex;
     }
 }
