@@ -1,6 +1,7 @@
 package io.coord.spring;
 
 import io.coord.core.Lease;
+import io.coord.core.LeaseState;
 import io.coord.core.internal.Arguments;
 import io.coord.election.LeaderSelector;
 import io.coord.election.LeadershipTask;
@@ -195,7 +196,12 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
             lifecycle.unlock();
         }
         stopping.selector.close();
-        return current == null ? CompletableFuture.completedFuture(null) : current.ended;
+        if (current == null) {
+            return CompletableFuture.completedFuture(null);
+        }
+        // The close interrupts the term's thread, but a candidate may swallow that: end the term all the same.
+        current.end();
+        return current.ended;
     }
 
     @Override
@@ -222,6 +228,7 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
             } finally {
                 lifecycle.unlock();
             }
+            context.endWhenNotLeading();
             boolean granted = false;
             termThread.set(Boolean.TRUE);
             try {
@@ -230,7 +237,8 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
                 publish(p -> p.publishOnGranted(CoordLeaderInitiator.this, context, candidate.getRole()));
                 context.awaitEnd();
             } catch (InterruptedException e) {
-                // The term ends: yielded, connection suspended, session lost, or stopped.
+                // The term ends: yielded, connection suspended, session lost, or stopped. The flag may have been
+                // raised while onGranted ran and is cleared for the next term by the selector.
             } catch (RuntimeException e) {
                 log.warn("{}: the candidate's onGranted failed; giving up leadership", CoordLeaderInitiator.this, e);
             } finally {
@@ -272,12 +280,19 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
     /**
      * The {@link Context} of one leadership term. {@link #yield()} gives leadership up: the term ends and the
      * candidate rejoins the election at the back.
+     *
+     * <p>A term ends once, for whichever reason comes first: yielded, its lease no longer leading (connection
+     * suspended, session lost, node deleted), or the initiator stopped. The term's thread is interrupted then, and the
+     * term ends even if the candidate swallows that interrupt: its onRevoked follows once onGranted returns.
      */
     public static final class CoordContext implements Context {
         private final String role;
         private final Lease term;
         private final LeaderSelector selector;
-        private final CountDownLatch ending = new CountDownLatch(1);
+        private final Thread termThread;
+        // Guards the end of the term, so that a yield interrupts the term's thread only while that term runs on it.
+        private final ReentrantLock ending = new ReentrantLock();
+        private final CountDownLatch over = new CountDownLatch(1);
         final CompletableFuture<Void> ended = new CompletableFuture<>();
         private volatile boolean leading;
 
@@ -285,6 +300,7 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
             this.role = role;
             this.term = term;
             this.selector = selector;
+            this.termThread = term == null ? null : Thread.currentThread();
             this.leading = term != null;
         }
 
@@ -298,11 +314,20 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
             return leading && selector.hasLeadership();
         }
 
-        /** Gives leadership up, if this term still leads; the candidate's onRevoked follows on the term's thread. */
+        /**
+         * Gives leadership up, if this term still leads; the candidate's onRevoked follows on the term's thread. A
+         * yield on the context of a term that has ended does nothing, whatever term runs now.
+         */
         @Override
         public void yield() {
-            if (leading) {
-                selector.interruptLeadership();
+            ending.lock();
+            try {
+                if (leading) {
+                    endLocked();
+                    termThread.interrupt(); // still this term's thread: the term cannot end while we hold ending
+                }
+            } finally {
+                ending.unlock();
             }
         }
 
@@ -323,14 +348,40 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
             return term.fencingToken();
         }
 
-        /** Blocks until the term's thread is interrupted: the term ends then. */
+        /**
+         * Ends the term when its lease stops leading. The selector interrupts the term's thread then, but only the
+         * lease says so for certain: an interrupt can be swallowed by the candidate.
+         */
+        void endWhenNotLeading() {
+            term.addStateListener(state -> endUnlessLeading(), Runnable::run);
+            endUnlessLeading(); // a change before the listener was added is not heard: look once now
+        }
+
+        private void endUnlessLeading() {
+            LeaseState state = term.state();
+            // SUSPECT leads under SessionConnectionStateErrorPolicy: the selector knows the client's policy.
+            if (state == LeaseState.LOST || state == LeaseState.RELEASED || !selector.hasLeadership()) {
+                end();
+            }
+        }
+
+        /** Blocks until the term ends: yielded, no longer leading, or stopped; or until the thread is interrupted. */
         void awaitEnd() throws InterruptedException {
-            ending.await();
+            over.await();
         }
 
         void end() {
+            ending.lock();
+            try {
+                endLocked();
+            } finally {
+                ending.unlock();
+            }
+        }
+
+        private void endLocked() {
             leading = false;
-            ending.countDown();
+            over.countDown();
         }
 
         @Override

@@ -8,16 +8,24 @@ import io.coord.testkit.ZooKeeperEnsemble;
 import io.coord.testkit.ZooKeeperTest;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.SessionConnectionStateErrorPolicy;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.springframework.integration.leader.Candidate;
 import org.springframework.integration.leader.Context;
 import org.springframework.integration.leader.DefaultCandidate;
 import org.springframework.integration.leader.event.LeaderEventPublisher;
 
 @ZooKeeperTest
+@Timeout(60) // a term that never ends would hang stop(), in the tests and in @AfterEach
 class CoordLeaderInitiatorTest {
     static ZooKeeperEnsemble zk;
     private final List<String> events = new CopyOnWriteArrayList<>();
@@ -48,7 +56,44 @@ class CoordLeaderInitiatorTest {
         }
     }
 
-    private CoordLeaderInitiator start(CuratorFramework client, Recorder candidate) {
+    /**
+     * A candidate whose first onGranted keeps running until {@link #finish} is counted down, swallowing every
+     * interrupt on the way, as careless application code does.
+     */
+    private final class Stubborn extends DefaultCandidate {
+        final CountDownLatch finish = new CountDownLatch(1);
+        final AtomicInteger swallowed = new AtomicInteger();
+        private final AtomicInteger grants = new AtomicInteger();
+
+        Stubborn(String id) {
+            super(id, "billing");
+        }
+
+        @Override
+        public void onGranted(Context context) {
+            events.add(getId() + " granted");
+            if (grants.incrementAndGet() > 1) {
+                return;
+            }
+            while (finish.getCount() > 0) {
+                try {
+                    finish.await();
+                } catch (InterruptedException e) {
+                    swallowed.incrementAndGet();
+                }
+            }
+            if (Thread.interrupted()) { // one that came after the last wait is swallowed too
+                swallowed.incrementAndGet();
+            }
+        }
+
+        @Override
+        public void onRevoked(Context context) {
+            events.add(getId() + " revoked");
+        }
+    }
+
+    private CoordLeaderInitiator start(CuratorFramework client, Candidate candidate) {
         CoordLeaderInitiator initiator = new CoordLeaderInitiator(client, candidate, "/leaders");
         initiator.setLeaderEventPublisher(new LeaderEventPublisher() {
             @Override
@@ -105,6 +150,73 @@ class CoordLeaderInitiatorTest {
 
         await().until(() -> second.getContext().isLeader());
         assertThat(events).contains("a revoked", "b granted");
+    }
+
+    @Test
+    void aTermLostWithItsSessionIsRevokedAndRejoinsEvenIfOnGrantedSwallowedTheInterrupt() throws Exception {
+        // Under this policy only the session's loss interrupts the term, so one swallowed interrupt is the last.
+        CuratorFramework client =
+                zk.newClient(builder -> builder.connectionStateErrorPolicy(new SessionConnectionStateErrorPolicy()));
+        Stubborn candidate = new Stubborn("s");
+        CoordLeaderInitiator initiator = start(client, candidate);
+        await().until(() -> events.contains("s granted"));
+
+        zk.expireSession(client);
+        await().until(() -> candidate.swallowed.get() > 0);
+        candidate.finish.countDown(); // onGranted returns as if nothing had happened
+
+        await().until(() -> events.contains("event revoked billing"));
+        await().until(() -> initiator.getContext().isLeader());
+        assertThat(events)
+                .containsExactly(
+                        "s granted",
+                        "event granted billing",
+                        "s revoked",
+                        "event revoked billing",
+                        "s granted",
+                        "event granted billing");
+    }
+
+    @Test
+    void stopReturnsOnceOnGrantedReturnsEvenIfItSwallowedTheInterrupt() throws Exception {
+        Stubborn candidate = new Stubborn("s");
+        CoordLeaderInitiator initiator = start(zk.newClient(), candidate);
+        await().until(() -> events.contains("s granted"));
+
+        CompletableFuture<Void> stopped = CompletableFuture.runAsync(initiator::stop);
+        await().until(() -> candidate.swallowed.get() > 0);
+        assertThat(stopped).isNotDone(); // stop() waits for onRevoked, which waits for onGranted
+        candidate.finish.countDown();
+
+        stopped.get(20, TimeUnit.SECONDS);
+        assertThat(events).endsWith("s revoked", "event revoked billing");
+        assertThat(initiator.isRunning()).isFalse();
+        zk.assertNoLeaksUnder("/leaders/billing");
+    }
+
+    @Test
+    void aLateYieldOnAnEndedTermLeavesTheNextTermAlone() throws Exception {
+        CoordLeaderInitiator initiator = start(zk.newClient(), new Recorder("a"));
+        await().until(() -> initiator.getContext().isLeader());
+        Context first = initiator.getContext();
+        long firstEpoch = ((CoordLeaderInitiator.CoordContext) first).fencingToken();
+        first.yield();
+        await().until(() -> initiator.getContext().isLeader()
+                && ((CoordLeaderInitiator.CoordContext) initiator.getContext()).fencingToken() > firstEpoch);
+        Context second = initiator.getContext();
+
+        first.yield();
+
+        assertThat(first.isLeader()).isFalse();
+        assertThat(second.isLeader()).isTrue();
+        assertThat(events)
+                .containsExactly(
+                        "a granted",
+                        "event granted billing",
+                        "a revoked",
+                        "event revoked billing",
+                        "a granted",
+                        "event granted billing");
     }
 
     @Test
