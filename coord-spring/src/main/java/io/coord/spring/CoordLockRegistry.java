@@ -1,5 +1,6 @@
 package io.coord.spring;
 
+import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.Arguments;
 import io.coord.mutex.ReentrantMutex;
@@ -34,6 +35,11 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * #renewLock(Object)} has nothing to extend; it checks that the current thread holds the lock and that coord still
  * knows it to be held (not lost with the session, nor in doubt while the connection is down), and throws {@link
  * IllegalStateException} otherwise, which is what a caller renewing a lock wants to learn.
+ *
+ * <p>A hold lost while a thread has the lock (its session expired, or somebody deleted its node) ends at once: the
+ * thread no longer holds the lock, and another process may take it. The thread's unlocks still release what it
+ * owes, and the outermost one then throws {@link IllegalStateException}, so that the caller of {@code unlock()} or
+ * {@code executeLocked} learns that the work it guarded may have overlapped another holder's.
  */
 public final class CoordLockRegistry implements ExpirableLockRegistry, RenewableLockRegistry {
     private final CuratorFramework client;
@@ -58,14 +64,14 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
 
     /**
      * The lock for {@code lockKey}: the same object for the same key until {@link #expireUnusedOlderThan(long)}
-     * drops it.
+     * drops it. An object kept across that still works: it uses the key's current lock, so that it and later {@code
+     * obtain(key)} calls share one hold per thread.
      *
      * @throws IllegalArgumentException if the key is not a valid znode name
      */
     @Override
     public Lock obtain(Object lockKey) {
-        String name = keyName(lockKey);
-        KeyLock lock = locks.computeIfAbsent(name, key -> new KeyLock(new ReentrantMutex(client, root + "/" + key)));
+        KeyLock lock = current(keyName(lockKey));
         lock.touch();
         return lock;
     }
@@ -76,14 +82,17 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
     }
 
     /**
-     * Forgets the locks that no thread of this process holds or waits for and that were last used more than {@code
-     * age} milliseconds ago. Their znodes need no cleanup: a released mutex leaves none.
+     * Forgets the locks that no thread of this process holds, waits for or is about to unlock, and that were last used
+     * more than {@code age} milliseconds ago. Their znodes need no cleanup: a released mutex leaves none.
      */
     @Override
     public void expireUnusedOlderThan(long age) {
         long now = System.nanoTime();
         long ageNanos = TimeUnit.MILLISECONDS.toNanos(age);
-        locks.values().removeIf(lock -> lock.unusedFor(now) > ageNanos && !lock.inUse());
+        // Decided inside compute, so that an obtain() of the same key waits for the decision instead of racing it.
+        for (String name : locks.keySet()) {
+            locks.computeIfPresent(name, (key, lock) -> lock.retireIfUnused(now, ageNanos) ? null : lock);
+        }
     }
 
     /**
@@ -97,15 +106,26 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
     public void renewLock(Object lockKey) {
         String name = keyName(lockKey);
         KeyLock lock = locks.get(name);
-        if (lock == null || !lock.mutex.isHeldByCurrentThread()) {
+        LeaseState state;
+        try {
+            // One look: the hold can end at any moment, and lease() says so with an IllegalMonitorStateException.
+            state = lock == null ? null : lock.mutex.lease().state();
+        } catch (IllegalMonitorStateException e) {
+            state = null;
+        }
+        if (state == null) {
             throw new IllegalStateException(
                     "the current thread does not hold the lock of '" + name + "' under " + root);
         }
-        LeaseState state = lock.mutex.lease().state();
         if (state != LeaseState.HELD) {
             throw new IllegalStateException("the lock of '" + name + "' under " + root + " is " + state + ", not HELD");
         }
         lock.touch();
+    }
+
+    /** The live lock of a key, made on first use or after the last one was retired. */
+    private KeyLock current(String name) {
+        return locks.compute(name, (key, lock) -> lock == null || lock.isRetired() ? new KeyLock(key) : lock);
     }
 
     /** How many locks the registry keeps now. */
@@ -134,15 +154,25 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         return "CoordLockRegistry[" + root + "]";
     }
 
-    /** A key's lock: the mutex's thread-bound {@link Lock}, and when it was last used. */
-    private static final class KeyLock implements Lock {
+    /**
+     * A key's lock: the mutex's thread-bound {@link Lock}, when it was last used, and the leases each thread holds it
+     * with. Once retired by {@link #expireUnusedOlderThan}, it hands every call to the key's current lock.
+     */
+    private final class KeyLock implements Lock {
+        private static final int RETIRED = -1;
+
+        private final String name;
         private final ReentrantMutex mutex;
         private final Lock lock;
         private volatile long lastUsedNanos = System.nanoTime();
-        private final AtomicInteger entering = new AtomicInteger();
+        // Calls under way on this lock, or RETIRED: it never counts up again once retired.
+        private final AtomicInteger users = new AtomicInteger();
+        // Each thread's nesting of lock() calls; only its own thread touches an entry.
+        private final Map<Thread, Nesting> nestings = new ConcurrentHashMap<>();
 
-        KeyLock(ReentrantMutex mutex) {
-            this.mutex = mutex;
+        KeyLock(String name) {
+            this.name = name;
+            this.mutex = new ReentrantMutex(client, root + "/" + name);
             this.lock = mutex.asLock();
         }
 
@@ -150,62 +180,140 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
             lastUsedNanos = System.nanoTime();
         }
 
-        long unusedFor(long now) {
-            return now - lastUsedNanos;
+        boolean isRetired() {
+            return users.get() == RETIRED;
         }
 
-        boolean inUse() {
-            return entering.get() > 0 || mutex.isAcquiredInThisProcess();
+        /** Inside {@code locks.compute}: retires this lock if it is old, and nobody uses, holds or still owes it. */
+        boolean retireIfUnused(long now, long ageNanos) {
+            if (now - lastUsedNanos <= ageNanos || !users.compareAndSet(0, RETIRED)) {
+                return false;
+            }
+            // Checked once no call can start here: a thread holds the lock only through a call that has returned.
+            if (!nestings.isEmpty() || mutex.isAcquiredInThisProcess()) {
+                users.set(0);
+                return false;
+            }
+            return true;
+        }
+
+        /** This lock counted as in use, or the key's current one when this was retired. Pair with {@link #exit}. */
+        private KeyLock enter() {
+            KeyLock target = this;
+            while (!target.tryEnter()) {
+                target = current(name);
+            }
+            return target;
+        }
+
+        private boolean tryEnter() {
+            for (int n = users.get(); n != RETIRED; n = users.get()) {
+                if (users.compareAndSet(n, n + 1)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        private void exit() {
+            users.decrementAndGet();
+            touch();
         }
 
         @Override
         public void lock() {
-            entering.incrementAndGet();
+            KeyLock target = enter();
             try {
-                lock.lock();
+                target.lock.lock();
+                target.entered();
             } finally {
-                entering.decrementAndGet();
-                touch();
+                target.exit();
             }
         }
 
         @Override
         public void lockInterruptibly() throws InterruptedException {
-            entering.incrementAndGet();
+            KeyLock target = enter();
             try {
-                lock.lockInterruptibly();
+                target.lock.lockInterruptibly();
+                target.entered();
             } finally {
-                entering.decrementAndGet();
-                touch();
+                target.exit();
             }
         }
 
         @Override
         public boolean tryLock() {
-            entering.incrementAndGet();
+            KeyLock target = enter();
             try {
-                return lock.tryLock();
+                boolean locked = target.lock.tryLock();
+                if (locked) {
+                    target.entered();
+                }
+                return locked;
             } finally {
-                entering.decrementAndGet();
-                touch();
+                target.exit();
             }
         }
 
         @Override
         public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-            entering.incrementAndGet();
+            KeyLock target = enter();
             try {
-                return lock.tryLock(time, unit);
+                boolean locked = target.lock.tryLock(time, unit);
+                if (locked) {
+                    target.entered();
+                }
+                return locked;
             } finally {
-                entering.decrementAndGet();
-                touch();
+                target.exit();
             }
         }
 
+        /**
+         * Releases one hold. The outermost unlock throws {@link IllegalStateException} after releasing when a lease
+         * the thread held the lock with during the nesting was lost: mutual exclusion may not have held.
+         */
         @Override
         public void unlock() {
-            lock.unlock();
-            touch();
+            KeyLock target = enter();
+            try {
+                target.exited();
+            } finally {
+                target.exit();
+            }
+        }
+
+        /** The current thread just acquired or re-entered: counts the nesting and notes the lease it holds. */
+        private void entered() {
+            Thread me = Thread.currentThread();
+            Lease lease;
+            try {
+                lease = mutex.lease();
+            } catch (IllegalMonitorStateException e) {
+                lease = null; // the hold ended already
+            }
+            Nesting nesting = nestings.get(me);
+            if (nesting == null) {
+                nestings.put(me, new Nesting(lease));
+            } else {
+                nesting.entered(lease);
+            }
+        }
+
+        private void exited() {
+            Thread me = Thread.currentThread();
+            lock.unlock(); // throws IllegalMonitorStateException for a thread that owes nothing
+            Nesting nesting = nestings.get(me);
+            if (nesting == null || --nesting.count > 0) {
+                return;
+            }
+            nestings.remove(me);
+            if (nesting.lost()) {
+                throw new IllegalStateException("the lock for key '" + name + "' under " + root
+                        + " was lost before unlock (session expired or node deleted); the work"
+                        + " it guarded may have overlapped another holder");
+            }
         }
 
         @Override
@@ -216,6 +324,31 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         @Override
         public String toString() {
             return "CoordLock[" + mutex.path() + "]";
+        }
+    }
+
+    /** One thread's lock() calls on a key not yet matched by unlock(), and whether a lease they held was lost. */
+    private static final class Nesting {
+        int count = 1;
+        private Lease lease;
+        private boolean lostBefore;
+
+        Nesting(Lease lease) {
+            this.lease = lease;
+            this.lostBefore = lease == null;
+        }
+
+        /** Re-entered, or acquired afresh with another lease after the last one ended. */
+        void entered(Lease current) {
+            count++;
+            if (current != lease) {
+                lostBefore |= lost();
+                lease = current;
+            }
+        }
+
+        boolean lost() {
+            return lostBefore || lease == null || lease.state() == LeaseState.LOST;
         }
     }
 }

@@ -159,8 +159,69 @@ class CoordLockRegistryTest {
         assertThatThrownBy(() -> registry.renewLock("renewed"))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessage("the current thread does not hold the lock of 'renewed' under /locks");
-        lock.unlock(); // the usual finally block still runs cleanly
+        // The usual finally block releases what the thread owes, and says that mutual exclusion may have failed.
+        assertThatThrownBy(lock::unlock)
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("the lock for key 'renewed' under /locks was lost before unlock (session expired or node"
+                        + " deleted); the work it guarded may have overlapped another holder");
         assertThat(registry.mutex("renewed").isAcquiredInThisProcess()).isFalse();
+        assertThatThrownBy(lock::unlock).isInstanceOf(IllegalMonitorStateException.class);
+    }
+
+    @Test
+    void aLockLostInsideANestingFailsOnlyTheOutermostUnlockAndExecuteLocked() throws Exception {
+        CuratorFramework client = zk.newClient();
+        CoordLockRegistry registry = new CoordLockRegistry(client, "/locks");
+        Lock lock = registry.obtain("nested");
+        lock.lock();
+        String inner = registry.executeLocked("nested", () -> {
+            Lease lease = registry.mutex("nested").lease();
+            zk.expireSession(client);
+            await().until(() -> lease.state() == LeaseState.LOST);
+            return "inner unlock is quiet";
+        });
+        assertThat(inner).isEqualTo("inner unlock is quiet");
+        assertThatThrownBy(lock::unlock)
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("the lock for key 'nested' under /locks was lost before unlock");
+
+        // A nesting that re-acquired after the loss still reports it, once its outermost unlock has released.
+        assertThatThrownBy(() -> registry.executeLocked("nested", () -> {
+                    Lease lease = registry.mutex("nested").lease();
+                    zk.expireSession(client);
+                    await().until(() -> lease.state() == LeaseState.LOST);
+                    lock.lock(); // queues afresh on the new session
+                    lock.unlock();
+                }))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("the lock for key 'nested' under /locks was lost before unlock");
+        assertThat(registry.mutex("nested").isAcquiredInThisProcess()).isFalse();
+        assertThat(registry.executeLocked("nested", () -> "a clean hold unlocks quietly"))
+                .isEqualTo("a clean hold unlocks quietly");
+        zk.assertNoLeaksUnder("/locks/nested");
+    }
+
+    @Test
+    void aLockObjectKeptAcrossAnExpiryStillSharesTheKeysHold() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        Lock kept = registry.obtain("kept");
+        registry.expireUnusedOlderThan(0);
+        assertThat(registry.size()).isZero();
+
+        kept.lock();
+        try {
+            registry.renewLock("kept");
+            Lock fresh = registry.obtain("kept");
+            assertThat(fresh.tryLock()).isTrue(); // the same hold, entered again
+            fresh.unlock();
+            assertThat(other.submit(() -> fresh.tryLock()).get()).isFalse();
+            registry.expireUnusedOlderThan(0);
+            assertThat(registry.obtain("kept")).isSameAs(fresh); // held: not retired
+        } finally {
+            kept.unlock();
+        }
+        assertThat(registry.mutex("kept").isAcquiredInThisProcess()).isFalse();
+        zk.assertNoLeaksUnder("/locks/kept");
     }
 
     @Test
