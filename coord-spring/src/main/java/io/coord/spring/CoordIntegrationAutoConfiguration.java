@@ -4,12 +4,16 @@ import io.coord.core.internal.Arguments;
 import io.coord.mutex.ReentrantMutex;
 import org.apache.curator.framework.CuratorFramework;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.ConditionContext;
+import org.springframework.context.annotation.Conditional;
+import org.springframework.core.type.AnnotatedTypeMetadata;
 import org.springframework.integration.leader.DefaultCandidate;
 import org.springframework.integration.support.locks.LockRegistry;
 
@@ -32,7 +36,7 @@ public class CoordIntegrationAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    @ConditionalOnProperty("coord.leader.role")
+    @Conditional(OnLeaderRole.class)
     public CoordLeaderInitiator coordLeaderInitiator(CuratorFramework client, CoordProperties properties) {
         CoordProperties.Leader leader = properties.getLeader();
         String id = leader.getId() != null ? leader.getId() : Arguments.defaultParticipantId();
@@ -41,5 +45,18 @@ public class CoordIntegrationAutoConfiguration {
         initiator.setAutoStartup(leader.isAutoStartup());
         initiator.setPhase(leader.getPhase());
         return initiator;
+    }
+
+    /**
+     * Whether {@code coord.leader.role} is set, to any value: {@code @ConditionalOnProperty} would take a role named
+     * "false" for "no role", and an empty one must reach the property checks to fail there.
+     */
+    static final class OnLeaderRole extends SpringBootCondition {
+        @Override
+        public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
+            return context.getEnvironment().containsProperty("coord.leader.role")
+                    ? ConditionOutcome.match("coord.leader.role is set")
+                    : ConditionOutcome.noMatch("coord.leader.role is not set");
+        }
     }
 }

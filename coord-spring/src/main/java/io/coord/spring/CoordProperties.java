@@ -1,11 +1,15 @@
 package io.coord.spring;
 
 import java.time.Duration;
+import org.springframework.beans.factory.InitializingBean;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
-/** The {@code coord.*} properties of coord's Spring Boot auto-configuration. */
+/**
+ * The {@code coord.*} properties of coord's Spring Boot auto-configuration. They are checked once bound, before
+ * anything is built from them: a bad value fails the context with a message that starts with the property's name.
+ */
 @ConfigurationProperties("coord")
-public class CoordProperties {
+public class CoordProperties implements InitializingBean {
     private final ZooKeeper zookeeper = new ZooKeeper();
     private final LockRegistry lock = new LockRegistry();
     private final Leader leader = new Leader();
@@ -20,6 +24,12 @@ public class CoordProperties {
 
     public Leader getLeader() {
         return leader;
+    }
+
+    /** Checks every property; called by Spring once they are bound. */
+    @Override
+    public void afterPropertiesSet() {
+        PropertyChecks.check(this);
     }
 
     /** The CuratorFramework coord builds when the application defines none. */

@@ -1,6 +1,5 @@
 package io.coord.spring;
 
-import java.time.Duration;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -19,21 +18,15 @@ import org.springframework.context.annotation.Bean;
 @ConditionalOnClass(CuratorFramework.class)
 @EnableConfigurationProperties(CoordProperties.class)
 public class CoordZooKeeperAutoConfiguration {
-    private static final Duration MAX_MILLIS = Duration.ofMillis(Integer.MAX_VALUE);
-
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
     @ConditionalOnProperty("coord.zookeeper.connect-string")
     public CuratorFramework coordCuratorFramework(CoordProperties properties) {
-        CoordProperties.ZooKeeper zk = properties.getZookeeper();
-        int sessionTimeout = millis("coord.zookeeper.session-timeout", zk.getSessionTimeout());
-        int connectionTimeout = millis("coord.zookeeper.connection-timeout", zk.getConnectionTimeout());
-        int baseSleep = millis("coord.zookeeper.base-sleep", zk.getBaseSleep());
-        int maxSleep = millis("coord.zookeeper.max-sleep", zk.getMaxSleep());
-        if (zk.getMaxRetries() < 0) {
-            throw new IllegalArgumentException(
-                    "coord.zookeeper.max-retries must not be negative: " + zk.getMaxRetries());
-        }
+        CoordProperties.ZooKeeper zk = properties.getZookeeper(); // checked when bound: see PropertyChecks
+        int sessionTimeout = PropertyChecks.millis("coord.zookeeper.session-timeout", zk.getSessionTimeout());
+        int connectionTimeout = PropertyChecks.millis("coord.zookeeper.connection-timeout", zk.getConnectionTimeout());
+        int baseSleep = PropertyChecks.millis("coord.zookeeper.base-sleep", zk.getBaseSleep());
+        int maxSleep = PropertyChecks.millis("coord.zookeeper.max-sleep", zk.getMaxSleep());
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(zk.getConnectString())
                 .sessionTimeoutMs(sessionTimeout)
@@ -43,13 +36,5 @@ public class CoordZooKeeperAutoConfiguration {
                 .build();
         client.start();
         return client;
-    }
-
-    /** Curator takes these as int milliseconds: a value must be positive and fit, or the context fails naming it. */
-    private static int millis(String property, Duration value) {
-        if (value == null || value.isZero() || value.isNegative() || value.compareTo(MAX_MILLIS) > 0) {
-            throw new IllegalArgumentException(property + " must be positive and at most " + MAX_MILLIS + ": " + value);
-        }
-        return (int) value.toMillis(); // bounded above
     }
 }

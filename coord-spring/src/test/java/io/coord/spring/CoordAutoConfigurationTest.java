@@ -164,9 +164,79 @@ class CoordAutoConfigurationTest {
                         .getFailure()
                         .rootCause()
                         .hasMessage("coord.zookeeper.max-retries must not be negative: -1"));
-        runner.withPropertyValues("coord.zookeeper.connect-string=" + zk.connectString(), "coord.lock.root=locks")
-                .run(context ->
-                        assertThat(context).getFailure().hasStackTraceContaining("invalid ZooKeeper path \"locks\""));
+        String ensemble = "coord.zookeeper.connect-string=" + zk.connectString();
+        assertFailsWith(
+                "coord.zookeeper.connect-string: '' names no server; give host:port[,host:port...]",
+                "coord.zookeeper.connect-string=");
+        assertFailsWith(
+                "coord.zookeeper.connect-string: the port of 'zk1:notaport' in 'zk1:notaport' is not a number from 1"
+                        + " to 65535",
+                "coord.zookeeper.connect-string=zk1:notaport");
+        assertFailsWith(
+                "coord.zookeeper.connect-string: the port of 'zk2:65536' in 'zk1:2181,zk2:65536' is not a number from"
+                        + " 1 to 65535",
+                "coord.zookeeper.connect-string=zk1:2181,zk2:65536");
+        assertFailsWith(
+                "coord.zookeeper.connect-string: 'zk1:2181,,zk2:2181' has a server without a host: ''; give"
+                        + " host:port[,host:port...]",
+                "coord.zookeeper.connect-string=zk1:2181,,zk2:2181");
+        assertFailsWith(
+                "coord.zookeeper.connect-string: '[::1:2181' in '[::1:2181' is not [address]:port",
+                "coord.zookeeper.connect-string=[::1:2181");
+        assertFailsWith(
+                "coord.zookeeper.connect-string: chroot '/app/' of 'zk1:2181/app/' is not a valid path: Path must not"
+                        + " end with / character",
+                "coord.zookeeper.connect-string=zk1:2181/app/");
+        assertFailsWith(
+                "coord.zookeeper.namespace: '/app' must not start with /: it is a path without its leading slash",
+                ensemble,
+                "coord.zookeeper.namespace=/app");
+        assertFailsWith(
+                "coord.lock.root: invalid ZooKeeper path \"locks\": Path must start with / character",
+                ensemble,
+                "coord.lock.root=locks");
+        assertFailsWith(
+                "coord.leader.root: invalid ZooKeeper path \"leaders\": Path must start with / character",
+                ensemble,
+                "coord.leader.role=reports",
+                "coord.leader.root=leaders");
+        assertFailsWith(
+                "coord.leader.role: 'x/y' is not a valid znode name: it must be non-empty, not . or .., and contain"
+                        + " no /",
+                ensemble,
+                "coord.leader.role=x/y");
+        assertFailsWith(
+                "coord.leader.role: '' is not a valid znode name: it must be non-empty, not . or .., and contain no /",
+                ensemble,
+                "coord.leader.role=");
+        assertFailsWith(
+                "coord.leader.id must not be empty; leave it unset for pid@host",
+                ensemble,
+                "coord.leader.role=reports",
+                "coord.leader.id=");
+    }
+
+    /** The context fails, and the first IllegalArgumentException on the way down names the property. */
+    private void assertFailsWith(String message, String... properties) {
+        runner.withPropertyValues(properties).run(context -> {
+            Throwable failure = context.getStartupFailure();
+            assertThat(failure).as("the context failed").isNotNull();
+            while (!(failure instanceof IllegalArgumentException) && failure.getCause() != null) {
+                failure = failure.getCause();
+            }
+            assertThat(failure).isInstanceOf(IllegalArgumentException.class).hasMessage(message);
+        });
+    }
+
+    @Test
+    void anyRoleIsARoleEvenOneNamedFalse() {
+        runner.withPropertyValues(
+                        "coord.zookeeper.connect-string=" + zk.connectString(),
+                        "coord.leader.role=false",
+                        "coord.leader.auto-startup=false")
+                .run(context -> assertThat(
+                                context.getBean(CoordLeaderInitiator.class).path())
+                        .isEqualTo("/spring-integration/leader/false"));
     }
 
     @Test

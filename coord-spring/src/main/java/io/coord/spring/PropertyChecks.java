@@ -1,0 +1,162 @@
+package io.coord.spring;
+
+import io.coord.core.internal.Arguments;
+import java.time.Duration;
+import org.apache.zookeeper.common.PathUtils;
+
+/**
+ * The checks of every {@code coord.*} property, made when the properties are bound and before anything is built
+ * from them: a bad value fails the context with a message that starts with the property's name.
+ */
+final class PropertyChecks {
+    private static final Duration MAX_MILLIS = Duration.ofMillis(Integer.MAX_VALUE);
+
+    private PropertyChecks() {}
+
+    static void check(CoordProperties properties) {
+        CoordProperties.ZooKeeper zk = properties.getZookeeper();
+        if (zk.getConnectString() != null) {
+            connectString(zk.getConnectString());
+        }
+        millis("coord.zookeeper.session-timeout", zk.getSessionTimeout());
+        millis("coord.zookeeper.connection-timeout", zk.getConnectionTimeout());
+        millis("coord.zookeeper.base-sleep", zk.getBaseSleep());
+        millis("coord.zookeeper.max-sleep", zk.getMaxSleep());
+        if (zk.getMaxRetries() < 0) {
+            throw new IllegalArgumentException(
+                    "coord.zookeeper.max-retries must not be negative: " + zk.getMaxRetries());
+        }
+        if (zk.getNamespace() != null) {
+            namespace(zk.getNamespace());
+        }
+        path("coord.lock.root", properties.getLock().getRoot());
+        CoordProperties.Leader leader = properties.getLeader();
+        path("coord.leader.root", leader.getRoot());
+        if (leader.getRole() != null) {
+            role(leader.getRole());
+        }
+        if (leader.getId() != null) {
+            id(leader.getId());
+        }
+    }
+
+    /** Curator takes these as int milliseconds: a value must be positive and fit. */
+    static int millis(String property, Duration value) {
+        if (value == null || value.isZero() || value.isNegative() || value.compareTo(MAX_MILLIS) > 0) {
+            throw new IllegalArgumentException(property + " must be positive and at most " + MAX_MILLIS + ": " + value);
+        }
+        return (int) value.toMillis(); // bounded above
+    }
+
+    /**
+     * ZooKeeper's form, {@code host[:port][,host[:port]...][/chroot]}, checked here because Curator only parses it on
+     * its background thread, where a bad port is logged and the client never connects.
+     */
+    private static void connectString(String value) {
+        String property = "coord.zookeeper.connect-string";
+        int slash = value.indexOf('/');
+        String hosts = slash < 0 ? value : value.substring(0, slash);
+        if (slash >= 0) {
+            String chroot = value.substring(slash);
+            try {
+                PathUtils.validatePath(chroot);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(
+                        property + ": chroot '" + chroot + "' of '" + value + "' is not a valid path: "
+                                + e.getMessage(),
+                        e);
+            }
+        }
+        if (hosts.isBlank()) {
+            throw new IllegalArgumentException(
+                    property + ": '" + value + "' names no server; give host:port[,host:port...]");
+        }
+        for (String entry : hosts.split(",", -1)) {
+            server(property, value, entry.trim());
+        }
+    }
+
+    private static void server(String property, String value, String entry) {
+        String host;
+        String port = null;
+        if (entry.startsWith("[")) { // [IPv6]:port
+            int close = entry.indexOf(']');
+            String rest = close < 0 ? null : entry.substring(close + 1);
+            if (rest == null || !(rest.isEmpty() || rest.startsWith(":"))) {
+                throw new IllegalArgumentException(
+                        property + ": '" + entry + "' in '" + value + "' is not [address]:port");
+            }
+            host = entry.substring(1, close);
+            port = rest.isEmpty() ? null : rest.substring(1);
+        } else {
+            int colon = entry.indexOf(':');
+            host = colon < 0 ? entry : entry.substring(0, colon);
+            port = colon < 0 ? null : entry.substring(colon + 1);
+        }
+        if (host.isEmpty()) {
+            throw new IllegalArgumentException(property + ": '" + value + "' has a server without a host: '" + entry
+                    + "'; give host:port[,host:port...]");
+        }
+        if (port != null && !validPort(port)) {
+            throw new IllegalArgumentException(
+                    property + ": the port of '" + entry + "' in '" + value + "' is not a number from 1 to 65535");
+        }
+    }
+
+    private static boolean validPort(String port) {
+        if (port.isEmpty() || port.length() > 5 || !port.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            return false;
+        }
+        int number = Integer.parseInt(port);
+        return number >= 1 && number <= 65535;
+    }
+
+    /** Curator's rule: a path without its leading slash. */
+    private static void namespace(String value) {
+        String property = "coord.zookeeper.namespace";
+        if (value.startsWith("/")) {
+            throw new IllegalArgumentException(
+                    property + ": '" + value + "' must not start with /: it is a path without its leading slash");
+        }
+        try {
+            PathUtils.validatePath("/" + value);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    property + ": '" + value + "' is not a valid path without its leading slash: " + e.getMessage(), e);
+        }
+    }
+
+    private static void path(String property, String value) {
+        try {
+            Arguments.path(value);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(property + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static void role(String role) {
+        String property = "coord.leader.role";
+        if (role.isEmpty() || role.equals(".") || role.equals("..") || role.indexOf('/') >= 0) {
+            throw new IllegalArgumentException(property + ": '" + role
+                    + "' is not a valid znode name: it must be non-empty, not . or .., and contain no /");
+        }
+        try {
+            PathUtils.validatePath("/" + role);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    property + ": '" + role + "' is not a valid znode name: " + e.getMessage(), e);
+        }
+    }
+
+    private static void id(String id) {
+        String property = "coord.leader.id";
+        if (id.isEmpty()) {
+            throw new IllegalArgumentException(property + " must not be empty; leave it unset for pid@host");
+        }
+        try {
+            Arguments.participantId(id);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(property + ": " + e.getMessage(), e);
+        }
+    }
+}
