@@ -23,7 +23,10 @@ import org.springframework.integration.support.locks.LockRegistry;
  * coord.leader.role} is set, a {@link CoordLeaderInitiator} for that role. Each backs off when the application
  * defines its own.
  */
-@AutoConfiguration(after = CoordZooKeeperAutoConfiguration.class)
+@AutoConfiguration(
+        after = CoordZooKeeperAutoConfiguration.class,
+        // spring-cloud-zookeeper's client, when it is there, is the application's client.
+        afterName = "org.springframework.cloud.zookeeper.ZookeeperAutoConfiguration")
 @ConditionalOnClass({LockRegistry.class, ReentrantMutex.class})
 @ConditionalOnBean(CuratorFramework.class)
 @EnableConfigurationProperties(CoordProperties.class)

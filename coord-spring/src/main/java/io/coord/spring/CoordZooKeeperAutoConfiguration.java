@@ -14,7 +14,8 @@ import org.springframework.context.annotation.Bean;
  * A started {@link CuratorFramework} from {@code coord.zookeeper.*}, closed when the context closes, unless the
  * application defines its own.
  */
-@AutoConfiguration
+// spring-cloud-zookeeper's client, when it is there, is the application's client: this one backs off.
+@AutoConfiguration(afterName = "org.springframework.cloud.zookeeper.ZookeeperAutoConfiguration")
 @ConditionalOnClass(CuratorFramework.class)
 @EnableConfigurationProperties(CoordProperties.class)
 public class CoordZooKeeperAutoConfiguration {
