@@ -2,10 +2,14 @@ package io.coord.micrometer;
 
 import io.coord.core.internal.Observations;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
-import java.util.List;
+import java.util.IdentityHashMap;
+import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.UnaryOperator;
 
 /**
@@ -46,7 +50,11 @@ import java.util.function.UnaryOperator;
  */
 public final class CoordMetrics implements MeterBinder, AutoCloseable {
     private final UnaryOperator<String> pathTag;
-    private final List<MeterObserver> bound = new CopyOnWriteArrayList<>();
+    // Guards bound and gauges, so that a close() and a bindTo() racing it leave either no observer or a live one.
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Map<MeterRegistry, MeterObserver> bound = new IdentityHashMap<>();
+    // Per registry, the counts its pending gauges read: a gauge stays registered across close() and reads them.
+    private final Map<MeterRegistry, Map<Tags, AtomicInteger>> gauges = new IdentityHashMap<>();
 
     /** Tags each meter with the primitive's path as it is. */
     public CoordMetrics() {
@@ -58,17 +66,36 @@ public final class CoordMetrics implements MeterBinder, AutoCloseable {
         this.pathTag = Objects.requireNonNull(pathTag, "pathTag must not be null");
     }
 
+    /**
+     * Starts updating {@code registry}'s meters. Binding again to a registry already bound does nothing; binding after
+     * {@link #close()} takes up the meters where they were.
+     */
     @Override
     public void bindTo(MeterRegistry registry) {
-        MeterObserver observer = new MeterObserver(Objects.requireNonNull(registry, "registry"), pathTag);
-        bound.add(observer);
-        Observations.add(observer);
+        Objects.requireNonNull(registry, "registry");
+        lock.lock();
+        try {
+            if (bound.containsKey(registry)) {
+                return; // a second observer would count everything twice
+            }
+            Map<Tags, AtomicInteger> pending = gauges.computeIfAbsent(registry, r -> new ConcurrentHashMap<>());
+            MeterObserver observer = new MeterObserver(registry, pathTag, pending);
+            bound.put(registry, observer);
+            Observations.add(observer);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Stops updating the meters of every registry this was bound to. The meters stay registered. */
     @Override
     public void close() {
-        bound.forEach(Observations::remove);
-        bound.clear();
+        lock.lock();
+        try {
+            bound.values().forEach(Observations::remove);
+            bound.clear();
+        } finally {
+            lock.unlock();
+        }
     }
 }

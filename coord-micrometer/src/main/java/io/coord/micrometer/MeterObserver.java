@@ -9,7 +9,6 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
@@ -18,12 +17,17 @@ import java.util.function.UnaryOperator;
 final class MeterObserver implements Observer {
     private final MeterRegistry registry;
     private final UnaryOperator<String> pathTag;
-    private final Map<String, String> pathTags = new ConcurrentHashMap<>();
-    private final Map<Tags, AtomicInteger> pending = new ConcurrentHashMap<>();
+    // The counts behind the registry's pending gauges, shared with every later binding of one CoordMetrics to it.
+    private final Map<Tags, AtomicInteger> pending;
 
-    MeterObserver(MeterRegistry registry, UnaryOperator<String> pathTag) {
+    /**
+     * Meters in {@code registry}; {@code pending} holds the counts its pending gauges read, and outlives this
+     * observer, so that a gauge registered by it still reads the live count once another observer took over.
+     */
+    MeterObserver(MeterRegistry registry, UnaryOperator<String> pathTag, Map<Tags, AtomicInteger> pending) {
         this.registry = registry;
         this.pathTag = pathTag;
+        this.pending = pending;
     }
 
     @Override
@@ -102,10 +106,11 @@ final class MeterObserver implements Observer {
     }
 
     private Tags tags(String path, String primitive) {
-        return Tags.of("path", pathTags.computeIfAbsent(path, pathTag), "primitive", primitive);
+        // Asked each time, not remembered per path: paths that carry ids are what pathTag is there to fold.
+        return Tags.of("path", pathTag.apply(path), "primitive", primitive);
     }
 
-    /** The count behind one pending gauge, registered with it on first use and kept as long as this observer. */
+    /** The count behind one pending gauge, registered with it on first use and kept as long as the registry's map. */
     private AtomicInteger pendingOf(Tags tags) {
         return pending.computeIfAbsent(tags, t -> {
             AtomicInteger count = new AtomicInteger();

@@ -22,6 +22,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.AfterEach;
@@ -161,6 +162,70 @@ class CoordMetricsTest {
         mutex.release();
         assertNull(find("coord.acquire.outcomes", path).counter(), "no meter after close");
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void bindingTwiceToOneRegistryCountsEverythingOnce() throws Exception {
+        metrics.bindTo(registry);
+        String path = ZooKeeperFixture.uniquePath("bound-twice");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        mutex.release();
+        assertEquals(1, outcomes(path, "granted"));
+        assertEquals(1, find("coord.lease.hold", path).timer().count());
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aPendingGaugeReadsTheLiveCountAfterCloseAndBindAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("rebound");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path, "holder");
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path, "waiter");
+        holder.acquire(); // registers the path's pending gauge
+        holder.release();
+        metrics.close();
+        metrics.bindTo(registry);
+
+        holder.acquire();
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        assertEquals(1.0, gauge("coord.acquire.pending", path), "one acquisition under way");
+        pending.cancel(true);
+        await().until(() -> gauge("coord.acquire.pending", path) == 0.0);
+        holder.release();
+        assertEquals(2, outcomes(path, "granted"));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void thePathTagIsAskedEachTimeSoNothingIsKeptPerRawPath() throws Exception {
+        metrics.close();
+        List<String> asked = new CopyOnWriteArrayList<>();
+        CoordMetrics folded = new CoordMetrics(path -> {
+            asked.add(path);
+            return "/orders/*";
+        });
+        folded.bindTo(registry);
+        try {
+            String path = ZooKeeperFixture.uniquePath("folded");
+            ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+            mutex.acquire();
+            mutex.release();
+            int once = asked.size();
+            assertTrue(once > 0, "the function maps the path");
+            mutex.acquire();
+            mutex.release();
+            await().until(() -> asked.size() > once); // asked again: nothing remembered per raw path
+            assertEquals(
+                    2.0,
+                    find("coord.acquire.outcomes", "/orders/*")
+                            .tag("outcome", "granted")
+                            .counter()
+                            .count());
+            zk.assertNoLeaks(path);
+        } finally {
+            folded.close();
+        }
     }
 
     private Search find(String name, String path) {
