@@ -125,6 +125,10 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
 
     /** The live lock of a key, made on first use or after the last one was retired. */
     private KeyLock current(String name) {
+        KeyLock live = locks.get(name);
+        if (live != null && !live.isRetired()) {
+            return live; // the usual case, without compute's lock on the bin
+        }
         return locks.compute(name, (key, lock) -> lock == null || lock.isRetired() ? new KeyLock(key) : lock);
     }
 
