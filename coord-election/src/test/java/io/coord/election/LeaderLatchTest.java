@@ -191,6 +191,35 @@ class LeaderLatchTest {
         return participants.stream().map(Participant::id).toList();
     }
 
+    @Test
+    void participantsWhoseIdsTogetherExceedOneReplyAreListedWithoutBreakingTheConnection() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("large-ids");
+        CuratorFramework client = zk.newClient();
+        List<String> heard = new CopyOnWriteArrayList<>();
+        LeaderLatch leader = new LeaderLatch(client, path, "leader");
+        leader.addListener(recorder("leader", heard), Runnable::run);
+        leader.start();
+        assertTrue(leader.await(Duration.ofSeconds(10)));
+        // 17 ids of almost the largest size allowed: one reply with all of them would exceed jute.maxbuffer.
+        String large = "x".repeat(64 * 1024 - 8);
+        List<LeaderLatch> others = new ArrayList<>();
+        for (int i = 0; i < 17; i++) {
+            LeaderLatch other = new LeaderLatch(client, path, large + i);
+            other.start();
+            others.add(other);
+        }
+        await().until(() -> client.getChildren().forPath(path).size() == 18);
+
+        List<Participant> participants = leader.participants(); // hung, reconnecting for ever, before
+        assertEquals(18, participants.size());
+        assertEquals("leader", participants.get(0).id());
+        assertEquals(large + 16, participants.get(17).id());
+        assertEquals("leader", leader.leader().orElseThrow().id());
+        assertEquals(List.of("leader isLeader"), heard); // the connection never dropped under the term
+        others.forEach(LeaderLatch::close);
+        leader.close();
+    }
+
     static LeaderListener recorder(String name, List<String> heard) {
         return new LeaderListener() {
             @Override

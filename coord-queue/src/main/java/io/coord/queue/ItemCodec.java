@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import io.coord.core.internal.MultiRead;
 import java.util.Arrays;
 
 /**
@@ -26,20 +27,17 @@ final class ItemCodec {
     private static final byte FORMAT = 2;
     private static final byte TOKEN_FORMAT = 1;
     private static final int TOKEN_HEADER_BYTES = 18;
-    private static final int DEFAULT_MAX_BUFFER = 0xfffff;
     // Request header, the transaction's framing and the slot's setData, with room to spare.
     private static final int REQUEST_OVERHEAD = 1024;
     // Per create in a transaction: its header, length prefixes, flags and an allowance for the ACL.
     private static final int OP_OVERHEAD = 256;
     // A reply's header, vector length and Stat, with room to spare.
     private static final int REPLY_OVERHEAD = 1024;
-    // One getData result in a multi-read reply besides its data: the result header, length prefix and Stat.
-    private static final int READ_RESULT_OVERHEAD = 128;
 
     private ItemCodec() {}
 
     static int maxBuffer() {
-        return Integer.getInteger("jute.maxbuffer", DEFAULT_MAX_BUFFER);
+        return MultiRead.maxBuffer();
     }
 
     /** The largest capacity whose item names all fit in one getChildren reply. */
@@ -49,7 +47,7 @@ final class ItemCodec {
 
     /** How many small items one multi-read reply can carry, whatever their sizes. */
     static int smallItemsPerRead() {
-        return Math.max(1, (maxBuffer() - REPLY_OVERHEAD) / (SMALL_ITEM_BYTES + READ_RESULT_OVERHEAD));
+        return MultiRead.readsPerReply(SMALL_ITEM_BYTES);
     }
 
     /** What a create of one item with {@code payloadBytes} of serialized data adds to a request. */

@@ -1,5 +1,6 @@
 package io.coord.core.internal;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -21,9 +22,49 @@ import org.apache.zookeeper.OpResult;
  *
  * <p>A server before 3.6 answers UNIMPLEMENTED (and drops the connection): from then on the client reads such
  * batches node by node, with the same results, one request per node.
+ *
+ * <p>A reply must fit the client's {@code jute.maxbuffer}: the client takes a bigger one for a broken connection,
+ * reconnects, and the read, sent again, breaks it again for ever. Callers that cannot bound what one batch returns
+ * read with {@link #read(ClientContext, List, int)}, which splits by the most each node can hold.
  */
 public final class MultiRead {
+    private static final int DEFAULT_MAX_BUFFER = 0xfffff;
+    // A reply's header, vector length and framing, with room to spare.
+    private static final int REPLY_OVERHEAD = 1024;
+    // One getData result in a multi-read reply besides its data: the result header, length prefix and Stat.
+    private static final int READ_RESULT_OVERHEAD = 128;
+
     private MultiRead() {}
+
+    /** {@code jute.maxbuffer} as this JVM's clients read it: the largest request or reply ZooKeeper takes. */
+    public static int maxBuffer() {
+        return Integer.getInteger("jute.maxbuffer", DEFAULT_MAX_BUFFER);
+    }
+
+    /** How many reads one reply can carry when no node holds more than {@code maxDataBytes}. */
+    public static int readsPerReply(int maxDataBytes) {
+        return Math.max(1, (maxBuffer() - REPLY_OVERHEAD) / (maxDataBytes + READ_RESULT_OVERHEAD));
+    }
+
+    /**
+     * The data of {@code paths}, as {@link #read(ClientContext, List)} gives it, in as many requests as it takes for
+     * each reply to fit when no node holds more than {@code maxDataBytes}. The requests go out together.
+     */
+    public static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths, int maxDataBytes) {
+        int perReply = readsPerReply(maxDataBytes);
+        if (paths.size() <= perReply) {
+            return read(context, paths);
+        }
+        List<CompletableFuture<List<OpResult>>> parts = new ArrayList<>();
+        for (int from = 0; from < paths.size(); from += perReply) {
+            parts.add(read(context, paths.subList(from, Math.min(paths.size(), from + perReply))));
+        }
+        return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(done -> {
+            List<OpResult> all = new ArrayList<>(paths.size());
+            parts.forEach(part -> all.addAll(part.join()));
+            return all;
+        });
+    }
 
     /**
      * The data of {@code paths} (named as the client names them, without its namespace), in their order. Fails with

@@ -14,7 +14,11 @@ import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.OpResult;
 
-/** Lists a queue's holders and waiters: one children read, then every node's data in one read ({@link MultiRead}). */
+/**
+ * Lists a queue's holders and waiters: one children read, then the nodes' data in one multi-read per {@link
+ * MultiRead#readsPerReply} nodes (15 under the default {@code jute.maxbuffer}, since an id may take 64 KiB), sent
+ * together.
+ */
 final class Participants {
     private Participants() {}
 
@@ -57,7 +61,8 @@ final class Participants {
                 nodes.stream().map(n -> ZKPaths.makePath(path, n.name())).toList();
         List<OpResult> results;
         try {
-            results = MultiRead.read(ClientContext.of(client), paths).get();
+            results = MultiRead.read(ClientContext.of(client), paths, Arguments.MAX_PARTICIPANT_ID_BYTES)
+                    .get();
         } catch (ExecutionException e) {
             throw e.getCause() instanceof Exception cause ? cause : e;
         }
