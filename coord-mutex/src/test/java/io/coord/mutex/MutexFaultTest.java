@@ -19,7 +19,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.listen.ListenerManager;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.framework.state.ConnectionStateListener;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 import org.junit.jupiter.api.BeforeEach;
@@ -70,6 +72,23 @@ class MutexFaultTest {
         assertEquals(LeaseState.LOST, held.state());
         granted.close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLostSessionEndsItsLeasesEvenWhileTheHandleStillReportsThatSession() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("lost-early");
+        CuratorFramework client = zk.newClient();
+        Lease held = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
+
+        // Curator's LOST, heard before the handle is replaced: the handle still reports the session that ended.
+        @SuppressWarnings("unchecked")
+        ListenerManager<?, ConnectionStateListener> listeners =
+                (ListenerManager<?, ConnectionStateListener>) client.getConnectionStateListenable();
+        listeners.forEach(l -> l.stateChanged(client, ConnectionState.SUSPENDED));
+        listeners.forEach(l -> l.stateChanged(client, ConnectionState.LOST));
+
+        assertEquals(LeaseState.LOST, held.ended().get(10, TimeUnit.SECONDS)); // stayed SUSPECT before
+        await().until(() -> client.checkExists().forPath(held.path()) == null);
     }
 
     @Test

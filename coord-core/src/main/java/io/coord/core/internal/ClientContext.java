@@ -514,6 +514,7 @@ public final class ClientContext {
         stateLock.lock();
         try {
             epoch = ++connectionEpoch;
+            long tracked = session; // the session we were on, which a LOST ends
             event = sessionEvent(state);
             switch (state) {
                 case CONNECTED, RECONNECTED -> {
@@ -530,9 +531,12 @@ public final class ClientContext {
                 }
                 case LOST -> {
                     connected = false;
-                    // LOST can arrive after the next session is up: leases granted on that one are not lost.
+                    // LOST can arrive after the next session is up: leases granted on that one are not lost. The
+                    // handle may also still report the ended session: the one we tracked is lost all the same.
                     long current = sessionId();
-                    lost = leases.stream().filter(l -> l.session() != current).toList();
+                    lost = leases.stream()
+                            .filter(l -> l.session() != current || l.session() == tracked)
+                            .toList();
                     lost.forEach(l -> l.moveTo(LeaseState.LOST));
                 }
             }
