@@ -172,19 +172,25 @@ public final class LeaderObserver implements AutoCloseable {
 
     // ---- through the view ----
 
-    /** The view changed, or was read anew: its head is the leader. Runs on ZooKeeper's event thread. */
+    /**
+     * The view changed, or was read anew: its head is the leader. Runs on ZooKeeper's event thread, and once on
+     * start()'s thread: the head is looked at and taken under one lock, so that a look taken before a change can
+     * never be applied after the look that follows it.
+     */
     private void followed() {
-        PathFollower view;
+        Optional<SequenceNode> toRead;
         lock.lock();
         try {
-            view = follower;
+            // Nothing known while the view is not live: the last known leader stays until it is read again.
+            Optional<PathFollower.Head> head = follower == null ? Optional.empty() : follower.head();
+            if (head.isEmpty()) {
+                return;
+            }
+            toRead = newHead(head.get().first());
         } finally {
             lock.unlock();
         }
-        if (view != null) {
-            // Nothing known while the view is not live: the last known leader stays until it is read again.
-            view.head().ifPresent(head -> headChanged(head.first()));
-        }
+        toRead.ifPresent(this::readLeader);
     }
 
     /** The view cannot serve this path any more: follow it with a children watch. */
@@ -287,21 +293,28 @@ public final class LeaderObserver implements AutoCloseable {
     }
 
     private void headChanged(Optional<SequenceNode> lowest) {
-        String name = lowest.map(SequenceNode::name).orElse(null);
+        Optional<SequenceNode> toRead;
         lock.lock();
         try {
-            if (phase != Phase.STARTED || Objects.equals(name, leaderNode)) {
-                return; // no change, or its id is already being read
-            }
-            leaderNode = name;
-            leader = null; // whoever led before is gone, whether or not we know the new one's id yet
-            if (name == null) {
-                report(null);
-            }
+            toRead = newHead(lowest);
         } finally {
             lock.unlock();
         }
-        lowest.ifPresent(this::readLeader);
+        toRead.ifPresent(this::readLeader);
+    }
+
+    /** Under {@link #lock}: takes {@code lowest} as the leader's node; returns it if its id must be read. */
+    private Optional<SequenceNode> newHead(Optional<SequenceNode> lowest) {
+        String name = lowest.map(SequenceNode::name).orElse(null);
+        if (phase != Phase.STARTED || Objects.equals(name, leaderNode)) {
+            return Optional.empty(); // no change, or its id is already being read
+        }
+        leaderNode = name;
+        leader = null; // whoever led before is gone, whether or not we know the new one's id yet
+        if (name == null) {
+            report(null);
+        }
+        return lowest;
     }
 
     private void readLeader(SequenceNode node) {
