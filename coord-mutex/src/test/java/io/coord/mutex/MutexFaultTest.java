@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
@@ -23,6 +24,7 @@ import org.apache.curator.framework.listen.ListenerManager;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.state.ConnectionStateListener;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -89,6 +91,27 @@ class MutexFaultTest {
 
         assertEquals(LeaseState.LOST, held.ended().get(10, TimeUnit.SECONDS)); // stayed SUSPECT before
         await().until(() -> client.checkExists().forPath(held.path()) == null);
+    }
+
+    @Test
+    void participantsWrittenByOthersTooLargeForOneReplyAreStillListed() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("foreign-large");
+        CuratorFramework client = zk.newClient();
+        // Two nodes another program wrote, with more data together than one reply may carry.
+        byte[] large = "y".repeat(600 * 1024).getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < 2; i++) {
+            client.create()
+                    .creatingParentsIfNeeded()
+                    .withMode(CreateMode.PERSISTENT_SEQUENTIAL)
+                    .forPath(path + "/other-", large);
+        }
+
+        // One read of both breaks the connection each time it is sent; halves fit.
+        List<Participant> listed = new ReentrantMutex(client, path).participants();
+
+        assertEquals(2, listed.size());
+        assertEquals(600 * 1024, listed.get(1).id().length());
+        client.delete().deletingChildrenIfNeeded().forPath(path);
     }
 
     @Test

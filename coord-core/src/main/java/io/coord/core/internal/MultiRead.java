@@ -72,11 +72,12 @@ public final class MultiRead {
      */
     public static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths) {
         CompletableFuture<List<OpResult>> answer = context.track(new CompletableFuture<>());
-        send(context, paths, answer);
+        send(context, paths, answer, 0);
         return answer;
     }
 
-    private static void send(ClientContext context, List<String> paths, CompletableFuture<List<OpResult>> answer) {
+    private static void send(
+            ClientContext context, List<String> paths, CompletableFuture<List<OpResult>> answer, int lost) {
         if (answer.isDone()) {
             return; // the client was closed
         }
@@ -97,7 +98,7 @@ public final class MultiRead {
                             reads,
                             (rc, path, ctx, results) -> {
                                 trace.setReturnCode(rc).commit();
-                                answered(context, paths, answer, Code.get(rc), results);
+                                answered(context, paths, answer, lost, Code.get(rc), results);
                             },
                             null);
         } catch (Exception e) {
@@ -109,6 +110,7 @@ public final class MultiRead {
             ClientContext context,
             List<String> paths,
             CompletableFuture<List<OpResult>> answer,
+            int lost,
             Code code,
             List<OpResult> results) {
         if (results != null) {
@@ -117,10 +119,37 @@ public final class MultiRead {
             context.olderServer();
             readEach(context, paths, answer);
         } else if (ResultCodes.isInDoubt(code) && !context.isClosed()) {
-            context.whenConnected(() -> send(context, paths, answer));
+            // Lost twice running: perhaps the reply is too big (nodes written by others may hold up to a reply's
+            // worth each), which breaks the connection each time. Halves are read instead, down to single nodes.
+            context.whenConnected(() -> {
+                if (lost == 0 || paths.size() == 1) {
+                    send(context, paths, answer, lost + 1);
+                } else {
+                    readHalves(context, paths, answer);
+                }
+            });
         } else {
             answer.completeExceptionally(KeeperException.create(code, paths.get(0)));
         }
+    }
+
+    private static void readHalves(
+            ClientContext context, List<String> paths, CompletableFuture<List<OpResult>> answer) {
+        int half = paths.size() / 2;
+        CompletableFuture<List<OpResult>> first = read(context, paths.subList(0, half));
+        CompletableFuture<List<OpResult>> second = read(context, paths.subList(half, paths.size()));
+        first.thenCombine(second, (a, b) -> {
+                    List<OpResult> all = new ArrayList<>(a);
+                    all.addAll(b);
+                    return all;
+                })
+                .whenComplete((all, error) -> {
+                    if (error != null) {
+                        answer.completeExceptionally(ResultCodes.unwrap(error));
+                    } else {
+                        answer.complete(all);
+                    }
+                });
     }
 
     /** One background read per node (Curator retries each across connection loss), gathered as a multi answers. */
@@ -138,7 +167,7 @@ public final class MultiRead {
                             if (ResultCodes.isInDoubt(code)) {
                                 // Curator's retries ran out: read the whole batch again once connected, once.
                                 if (!context.isClosed() && resent.compareAndSet(false, true)) {
-                                    context.whenConnected(() -> send(context, paths, answer));
+                                    context.whenConnected(() -> send(context, paths, answer, 0));
                                 }
                                 return;
                             }
