@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.KeeperException.Code;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -76,6 +76,7 @@ final class QueueClaim<T> implements Claim<T> {
 
     @Override
     public void close() {
+        CompletableFuture<Void> answered = new CompletableFuture<>();
         lock.lock();
         try {
             if (state != State.HELD) {
@@ -87,22 +88,14 @@ final class QueueClaim<T> implements Claim<T> {
                 // anyone's, is not this one's to release.
                 return;
             }
-            // Waits for the first answer only, so that a poll right after close() finds the item at the head; a
-            // delete that cannot reach the server keeps trying after reconnecting, while the claim lives.
-            for (int markersMade = 0; markersMade <= MAX_MARKERS; markersMade++) {
-                CompletableFuture<Boolean> firstAnswer = new CompletableFuture<>();
-                release(firstAnswer);
-                if (!BackgroundRequests.awaitFully(firstAnswer, queue.layout.claim(name))) {
-                    return;
-                }
-                // The marker is gone but not its session, so the claim lives on: a new marker proves it as well.
-                if (queue.marker.of(session) == null) {
-                    return; // the session ended meanwhile, and the claim with it
-                }
-            }
+            // On another thread: settling a lost reply or making a marker again waits for the server, which neither
+            // the closer (for ever) nor ZooKeeper's event thread (at all) may do.
+            queue.context.callbacks().execute(() -> release(answered));
         } finally {
             lock.unlock();
         }
+        // The first answer only, so that a poll right after close() finds the item at the head.
+        BackgroundRequests.awaitFully(answered, queue.layout.claim(name));
     }
 
     @Override
@@ -149,44 +142,57 @@ final class QueueClaim<T> implements Claim<T> {
     }
 
     /**
-     * {check marker, delete claims/X}, sent again after each reconnection while the claim's session lives. The first
-     * answer completes {@code firstAnswer}: true if the marker was found missing while its session lives, which the
-     * caller mends (making a marker waits for the server, which a callback must not).
+     * {check marker, delete claims/X} with a write slot, sent again while the claim's session lives until its outcome
+     * is known: a replay of a release that landed fails on the slot's version, so it never deletes a claim somebody
+     * made since. Completes {@code answered} once the closer need wait no longer: when the outcome is known, or as
+     * soon as something must be waited for (a lost reply, a new slot, a new marker).
      */
-    private void release(CompletableFuture<Boolean> firstAnswer) {
+    private void release(CompletableFuture<Void> answered) {
         String claimPath = queue.layout.claim(name);
-        String marker = queue.marker.existing(session);
-        if (marker == null) {
-            firstAnswer.complete(false); // the claim died with its session
-            return;
-        }
         CuratorFramework client = queue.context.client();
-        List<CuratorOp> ops = List.of(TransactionOps.check(client, marker), TransactionOps.delete(client, claimPath));
-        BackgroundRequests.call(
-                        queue.context,
-                        claimPath,
-                        cb -> client.transaction().inBackground(cb).forOperations(ops))
-                .whenComplete((event, error) -> {
-                    Code code = error == null ? BackgroundRequests.code(event) : null;
-                    if (code != null
-                            && code != Code.OK
-                            && BackgroundRequests.failedOp(event) == 0
-                            && queue.context.sessionId() == session) {
-                        queue.marker.gone(session, marker);
-                        if (!firstAnswer.complete(true)) {
-                            log.debug("release of {} left to its session's end: its marker was deleted", claimPath);
-                        }
-                        return;
-                    }
-                    if (code == Code.OK || code == Code.NONODE) {
-                        queue.items.released(name, session); // deleted, or already gone with its session
-                    } else if (code != null && ResultCodes.isInDoubt(code) && queue.context.sessionId() == session) {
-                        queue.context.whenConnected(() -> release(firstAnswer)); // sending never blocks
-                    } else {
-                        log.debug(
-                                "release of {} left to its session's end: {}", claimPath, error != null ? error : code);
-                    }
-                    firstAnswer.complete(false);
-                });
+        try {
+            String marker = queue.marker.existing(session);
+            int markersMade = 0;
+            while (marker != null) {
+                Slots.Slot slot = queue.slots.borrowIdle();
+                if (slot == null) {
+                    answered.complete(null);
+                    slot = queue.slots.borrowFully();
+                }
+                CuratorEvent reply = BackgroundRequests.awaitFully(
+                        queue.slots.send(
+                                slot,
+                                List.of(TransactionOps.check(client, marker), TransactionOps.delete(client, claimPath)),
+                                claimPath),
+                        claimPath);
+                if (ResultCodes.isInDoubt(BackgroundRequests.code(reply))) {
+                    answered.complete(null);
+                }
+                Slots.Outcome outcome = queue.slots.outcome(slot, reply, claimPath);
+                if (outcome.landed() || (outcome.failedOp() == 1 && outcome.code() == Code.NONODE)) {
+                    queue.items.released(name, session); // deleted, or already gone (with its session, or by hand)
+                    return;
+                }
+                if (queue.context.sessionId() != session) {
+                    return; // the claim died with its session
+                }
+                if (outcome.failedOp() == 0 && outcome.code() == Code.NONODE && markersMade < MAX_MARKERS) {
+                    // The marker is gone but not its session, so the claim lives on: a new marker proves it as well.
+                    answered.complete(null);
+                    queue.marker.gone(session, marker);
+                    marker = queue.marker.of(session);
+                    markersMade++;
+                } else if (outcome.failedOp() == -1) {
+                    marker = queue.marker.existing(session); // it never landed: send it again
+                } else {
+                    log.debug("release of {} left to its session's end: {}", claimPath, outcome.code());
+                    return;
+                }
+            }
+        } catch (RuntimeException e) {
+            log.debug("release of {} left to its session's end", claimPath, e);
+        } finally {
+            answered.complete(null);
+        }
     }
 }

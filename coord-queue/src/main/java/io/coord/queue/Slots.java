@@ -102,24 +102,37 @@ final class Slots {
         idle.add(slot);
     }
 
+    /** An idle slot, or null if every slot is out: for a caller that must not wait for a create. */
+    Slot borrowIdle() {
+        return idle.poll();
+    }
+
     /**
-     * Sends {@code ops} with the slot's setData after them, sees the transaction through, and gives the slot back.
+     * Sends {@code ops} behind the slot's setData, sees the transaction through, and gives the slot back.
      * Waits for the outcome whatever interrupts arrive (the flag is restored), since a write on the wire is never
      * abandoned half-known.
      */
     Outcome commit(Slot slot, List<CuratorOp> ops, String what) {
+        return outcome(slot, BackgroundRequests.awaitFully(send(slot, ops, what), what), what);
+    }
+
+    /** Sends {@code ops} behind the slot's setData; {@link #outcome} then reads the answer. */
+    CompletableFuture<CuratorEvent> send(Slot slot, List<CuratorOp> ops, String what) {
         CuratorFramework client = queue.context.client();
         // The slot goes first: a replay of a transaction that landed must fail on it, before any other operation
         // (an item's delete, a claim's create) fails on what the first send already did.
         List<CuratorOp> all = new ArrayList<>(ops.size() + 1);
         all.add(TransactionOps.setData(client, slot.path, slot.version, EMPTY));
         all.addAll(ops);
-        CuratorEvent reply = BackgroundRequests.awaitFully(
-                BackgroundRequests.call(
-                        queue.context,
-                        what,
-                        cb -> client.transaction().inBackground(cb).forOperations(all)),
-                what);
+        return BackgroundRequests.call(
+                queue.context, what, cb -> client.transaction().inBackground(cb).forOperations(all));
+    }
+
+    /**
+     * The outcome of a transaction {@link #send} sent, from its answer, and gives the slot back. An answer in doubt
+     * is settled, which waits for the server: never call it with one on ZooKeeper's event thread.
+     */
+    Outcome outcome(Slot slot, CuratorEvent reply, String what) {
         Code code = BackgroundRequests.code(reply);
         int failed = BackgroundRequests.failedOp(reply);
         if (code == Code.OK) {

@@ -6,12 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.internal.ClientContext;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -151,6 +154,39 @@ class ClaimTest {
         assertFalse(claim.ack(), "the claim died with its session");
         claim.close();
         assertTrue(handedOver.ack());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aReleaseWhoseReplyWasLostNeverDeletesAClaimMadeSince() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("release-replay");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // Without Curator's retries, the lost reply comes back in doubt at once, and the queue itself sends again.
+        CuratorFramework closerClient = zk.newCustomClient(
+                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
+        DistributedQueue<String> closer = queue(closerClient, path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        closer.offer("job");
+        // A look without waiting leaves no watch, so that the next reply is the release's.
+        Claim<String> claim = closer.claim(Duration.ZERO).orElseThrow();
+        long session = closerClient.getZookeeperClient().getZooKeeper().getSessionId();
+
+        // The release lands and its reply is lost; the closer reconnects only after another consumer claimed the item.
+        proxy.refuseConnections(true);
+        proxy.dropNextReply();
+        claim.close();
+        Claim<String> othersClaim = other.claim(Duration.ZERO).orElseThrow();
+        proxy.refuseConnections(false);
+
+        // The name comes back into the closer's cache once it knows how its release ended.
+        NameCache names =
+                SharedQueue.of(ClientContext.of(closerClient), path).items.names();
+        await().atMost(WAIT).until(() -> names.head() != null);
+        assertEquals(
+                session, closerClient.getZookeeperClient().getZooKeeper().getSessionId(), "the test needs one session");
+        assertNull(queue(zk.newClient(), path).poll(), "the other consumer's claim still hides the item");
+        assertNull(closer.poll(), "from the closer too");
+        assertTrue(othersClaim.ack(), "the other consumer's claim is still theirs");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 }
