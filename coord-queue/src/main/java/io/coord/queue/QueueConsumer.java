@@ -385,18 +385,16 @@ final class QueueConsumer<T> {
                 });
     }
 
-    /** The session that owns a claim node, or 0 if it is gone. */
+    /**
+     * The session that owns a claim node, or 0 if it is gone. A lost answer is asked again once connected, since a
+     * claim of ours may live on; if the session changes meanwhile, a claim that landed before died with it.
+     */
     private long ownerOf(String claimPath) {
-        CuratorEvent event = BackgroundRequests.awaitFully(
-                BackgroundRequests.call(
-                        queue.context,
-                        claimPath,
-                        cb -> queue.context
-                                .client()
-                                .checkExists()
-                                .inBackground(cb)
-                                .forPath(claimPath)),
-                claimPath);
+        CuratorEvent event = BackgroundRequests.finish(
+                queue.context,
+                queue.context.sessionId(),
+                claimPath,
+                cb -> queue.context.client().checkExists().inBackground(cb).forPath(claimPath));
         return BackgroundRequests.code(event) == Code.OK ? event.getStat().getEphemeralOwner() : 0;
     }
 

@@ -10,9 +10,14 @@ import io.coord.core.internal.ClientContext;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import org.apache.curator.drivers.AdvancedTracerDriver;
+import org.apache.curator.drivers.EventTrace;
+import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.Test;
@@ -188,5 +193,58 @@ class ClaimTest {
         assertNull(closer.poll(), "from the closer too");
         assertTrue(othersClaim.ack(), "the other consumer's claim is still theirs");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aClaimWhoseOwnerReadLosesItsAnswerIsReadAgainAndHandedOut() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("owner-read-lost");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        LoseReplyAfter losing = new LoseReplyAfter(proxy);
+        CuratorFramework client = zk.unstartedClient(
+                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
+        client.getZookeeperClient().setTracerDriver(losing);
+        DistributedQueue<String> consumer = queue(zk.ensemble().connect(client), path);
+        // The slot and the session marker made, so that the claim below sends its read, then its transaction.
+        consumer.offer("warm-up");
+        try (Claim<String> warmUp = consumer.claim(Duration.ZERO).orElseThrow()) {
+            assertTrue(warmUp.ack());
+        }
+        queue(zk.newClient(), path).offer("job");
+
+        // The claim's reply is lost, so the slot tells that it landed and the owner must be read; that answer is
+        // lost too.
+        losing.after(List.of("MultiReadImpl", "GetDataBuilderImpl"));
+        Claim<String> claim = consumer.claim(Duration.ZERO).orElseThrow();
+
+        assertEquals(2, proxy.repliesLost(), "the test needs both replies lost");
+        assertEquals("job", claim.item());
+        assertTrue(claim.ack());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    /** Loses the reply that follows each of the named successful answers, in turn (names as Curator traces them). */
+    private static final class LoseReplyAfter extends AdvancedTracerDriver {
+        private final ZooKeeperProxy proxy;
+        private final ConcurrentLinkedQueue<String> answers = new ConcurrentLinkedQueue<>();
+
+        LoseReplyAfter(ZooKeeperProxy proxy) {
+            this.proxy = proxy;
+        }
+
+        void after(List<String> names) {
+            answers.addAll(names);
+        }
+
+        @Override
+        public void addTrace(OperationTrace trace) {
+            String next = answers.peek();
+            if (next != null && trace.getName().startsWith(next) && trace.getReturnCode() == 0) {
+                answers.poll();
+                proxy.dropNextReply();
+            }
+        }
+
+        @Override
+        public void addEvent(EventTrace trace) {}
     }
 }
