@@ -110,7 +110,7 @@ final class QueueClaim<T> implements Claim<T> {
 
     private boolean remove() {
         CuratorFramework client = queue.context.client();
-        String marker = queue.marker.existing(session);
+        String marker = queue.marker.of(session);
         int markersMade = 0;
         while (true) {
             if (marker == null) {
@@ -152,6 +152,10 @@ final class QueueClaim<T> implements Claim<T> {
         CuratorFramework client = queue.context.client();
         try {
             String marker = queue.marker.existing(session);
+            if (marker == null) {
+                answered.complete(null);
+                marker = queue.marker.of(session); // a claim that landed on a newer session than it was sent on
+            }
             int markersMade = 0;
             while (marker != null) {
                 Slots.Slot slot = queue.slots.borrowIdle();

@@ -306,6 +306,16 @@ final class QueueConsumer<T> {
         CuratorFramework client = queue.context.client();
         String claimPath = queue.layout.claim(name);
         long session = queue.context.sessionId();
+        // The marker before the claim: once the claim lands, nothing may fail before it is handed out or put back.
+        try {
+            if (queue.marker.of(session) == null) {
+                abandon(List.of(name), slot); // the session ended meanwhile
+                return;
+            }
+        } catch (RuntimeException | Error e) {
+            abandon(List.of(name), slot);
+            throw e;
+        }
         Slots.Outcome outcome = commit(
                 slot,
                 List.of(
@@ -323,10 +333,12 @@ final class QueueConsumer<T> {
             return;
         }
         long owner = outcome.reply() != null && queue.context.sessionId() == session ? session : ownerOf(claimPath);
-        if (owner == 0 || owner != queue.context.sessionId() || queue.marker.of(owner) == null) {
+        if (owner == 0 || owner != queue.context.sessionId()) {
             cache.putBack(name); // the claim died with its session before it could be used
             return;
         }
+        // A claim that landed on a newer session than the marker's (Curator sent it again there) is held all the
+        // same: the claim makes that session's marker when it needs it.
         cache.held(name, owner);
         taken.add(new Taken<>(item, new QueueClaim<>(queue, name, owner, item)));
     }

@@ -4,14 +4,20 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.CoordinationException;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -119,6 +125,28 @@ class ClaimSessionTest {
         claim.close();
 
         assertEquals("x", queue(zk.newClient(), path).poll(WAIT), "the item is back for every client");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aClaimWhoseSessionMarkerCannotBeMadeLeavesNoClaimBehind() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("marker-refused");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        queue.offer("x");
+        CuratorFramework hand = zk.newClient();
+        hand.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL & ~ZooDefs.Perms.CREATE, new Id("world", "anyone"))))
+                .forPath(path + "/sessions");
+
+        assertThrows(CoordinationException.class, () -> queue.claim(Duration.ZERO));
+
+        assertEquals(List.of(), hand.getChildren().forPath(path + "/claims"), "no claim was made");
+        hand.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone"))))
+                .forPath(path + "/sessions");
+        Claim<String> claim = queue.claim(Duration.ZERO).orElseThrow(); // the item is in play again
+        assertEquals("x", claim.item());
+        assertTrue(claim.ack());
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
