@@ -115,12 +115,13 @@ final class QueueConsumer<T> {
             return taken;
         } catch (TimeoutException e) {
             return taken;
-        } catch (RuntimeException | InterruptedException e) {
+        } catch (RuntimeException | Error | InterruptedException e) {
             if (taken.isEmpty()) {
                 throw e;
             }
-            // Items already removed are the caller's whatever a later round meets: they go out now, and the next
-            // call meets the failure (an item that failed is back in place, and the interrupt flag is kept).
+            // Items already removed are the caller's whatever a later round meets, an Error from the serializer
+            // included: they go out now, and the next call meets the failure (an item that failed is back in place,
+            // and the interrupt flag is kept).
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }

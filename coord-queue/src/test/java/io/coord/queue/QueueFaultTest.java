@@ -109,7 +109,10 @@ class QueueFaultTest {
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
-    /** Reads every item, failing on one that starts with "poison" and interrupting the reader on "interrupt". */
+    /**
+     * Reads every item, failing on one that starts with "poison", throwing an Error on "fatal", and interrupting the
+     * reader on "interrupt".
+     */
     private static final QueueSerializer<String> PICKY = new QueueSerializer<>() {
         @Override
         public byte[] serialize(String item) {
@@ -122,12 +125,24 @@ class QueueFaultTest {
             if (item.startsWith("poison")) {
                 throw new IllegalStateException("cannot read poison");
             }
+            if (item.startsWith("fatal")) {
+                throw new UnreadableItem("cannot read fatal");
+            }
             if (item.startsWith("interrupt")) {
                 Thread.currentThread().interrupt(); // as if the caller were interrupted while this round is sent
             }
             return item;
         }
     };
+
+    /** What a serializer might throw beyond exceptions. */
+    private static final class UnreadableItem extends Error {
+        private static final long serialVersionUID = 1L;
+
+        UnreadableItem(String message) {
+            super(message);
+        }
+    }
 
     /** Over the small-item size, so that it is taken in a round of its own after the small ones before it. */
     private static String large(String prefix) {
@@ -149,6 +164,24 @@ class QueueFaultTest {
         assertEquals(1, plain.size(), "the item that failed stays in place");
 
         assertEquals(List.of(large("poison")), drain(plain));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void drainHandsOverWhatItRemovedBeforeAnItemWhoseSerializerThrowsAnError() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-error");
+        DistributedQueue<String> plain = queue(zk.newClient(), path);
+        plain.putAll(List.of("a", "b", large("fatal")));
+        DistributedQueue<String> picky =
+                DistributedQueue.builder(zk.newClient(), path, PICKY).build();
+        List<String> sink = new ArrayList<>();
+
+        assertEquals(2, picky.drainTo(sink, 10), "the items removed in the first round");
+        assertEquals(List.of("a", "b"), sink);
+        assertThrows(UnreadableItem.class, () -> picky.drainTo(sink, 10), "the next call meets the item");
+        assertEquals(1, plain.size(), "the item that failed stays in place");
+
+        assertEquals(List.of(large("fatal")), drain(plain));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
