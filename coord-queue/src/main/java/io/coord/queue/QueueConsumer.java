@@ -341,6 +341,11 @@ final class QueueConsumer<T> {
         // A claim that landed on a newer session than the marker's (Curator sent it again there) is held all the
         // same: the claim makes that session's marker when it needs it.
         cache.held(name, owner);
+        if (queue.context.sessionId() != owner) {
+            // The session ended after the check above but before the name was held, so its end passed the name by.
+            queue.items.released(name, owner);
+            return;
+        }
         taken.add(new Taken<>(item, new QueueClaim<>(queue, name, owner, item)));
     }
 
