@@ -134,7 +134,14 @@ final class QueueClaim<T> implements Claim<T> {
                 continue;
             }
             if (outcome.failedOp() >= 0) {
-                return false; // the marker (so the session) or the claim is gone
+                // The marker (so the session), the item or the claim is gone. A session's end gives the name back
+                // itself; while the session lives, the name is ours to settle.
+                if (outcome.failedOp() == 1 && outcome.code() == Code.NONODE) {
+                    queue.items.names().acked(name, session); // the item is gone for everyone
+                } else if (outcome.failedOp() == 2 && outcome.code() == Code.NONODE) {
+                    queue.items.released(name, session); // only the claim is gone: the item is in play again
+                }
+                return false;
             }
             // The reply was lost and nothing landed: send again while the claim's session lives.
             marker = queue.marker.existing(session);

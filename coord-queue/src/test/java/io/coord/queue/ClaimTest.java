@@ -163,6 +163,23 @@ class ClaimTest {
     }
 
     @Test
+    void anAckThatFindsItsClaimDeletedPutsTheItemBackInPlayForItsOwnClient() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("ack-claim-gone");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        queue.offer("job");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+        CuratorFramework hand = zk.newClient();
+        for (String child : hand.getChildren().forPath(path + "/claims")) {
+            hand.delete().forPath(path + "/claims/" + child);
+        }
+
+        assertFalse(claim.ack(), "the claim is gone");
+
+        assertEquals("job", queue.poll(), "the item is back in play, on the claimer's client too");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aReleaseWhoseReplyWasLostNeverDeletesAClaimMadeSince() throws Exception {
         String path = ZooKeeperFixture.uniquePath("release-replay");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
