@@ -9,12 +9,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
@@ -147,6 +149,31 @@ class ClaimSessionTest {
         Claim<String> claim = queue.claim(Duration.ZERO).orElseThrow(); // the item is in play again
         assertEquals("x", claim.item());
         assertTrue(claim.ack());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aReleaseSentAgainAfterALostConnectionMakesADeletedMarkerAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("marker-deleted-resend");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // A session that outlives the cut below, and no retries by Curator: the queue sends the release again itself.
+        CuratorFramework client = zk.newCustomClient(builder -> builder.connectString(proxy.connectString())
+                .sessionTimeoutMs(15_000)
+                .retryPolicy(new RetryNTimes(0, 0)));
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("x");
+        Claim<String> claim = queue.claim(Duration.ZERO).orElseThrow();
+        long session = sessionOf(client);
+
+        // The release cannot reach the server, and its marker is deleted meanwhile.
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        claim.close();
+        deleteSessionMarkers(path);
+        proxy.refuseConnections(false);
+
+        assertEquals("x", queue(zk.newClient(), path).poll(WAIT), "the item is back for every client");
+        assertEquals(session, sessionOf(client), "the test needs one session");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
