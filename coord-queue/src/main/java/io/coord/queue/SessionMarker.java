@@ -2,6 +2,7 @@ package io.coord.queue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.BackgroundRequests;
+import io.coord.core.internal.ResultCodes;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -81,7 +82,12 @@ final class SessionMarker {
                             .forPath(marker, new byte[0]));
             Code code = BackgroundRequests.code(event);
             if (queue.context.sessionId() != owner) {
-                return null; // the node, if any, belongs to a newer session: useless as proof of this one
+                if (code == Code.OK || code == Code.NODEEXISTS || ResultCodes.isInDoubt(code)) {
+                    // Curator may have sent it again on the newer session, which would keep it for its whole life:
+                    // useless as proof of this one, and the name is ours alone, so deleting it touches nobody else.
+                    queue.context.deleteGuaranteed(marker);
+                }
+                return null;
             }
             if (code == Code.OK || code == Code.NODEEXISTS) {
                 return marker; // NodeExists: a replay of our own create, since the name is ours alone

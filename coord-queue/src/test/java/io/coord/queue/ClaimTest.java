@@ -239,6 +239,40 @@ class ClaimTest {
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
+    @Test
+    void aSessionMarkerMadeOnALaterSessionThanItWasSentOnIsDeleted() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("marker-orphan");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        LoseReplyAfter losing = new LoseReplyAfter(proxy);
+        CuratorFramework client = zk.unstartedClient(builder -> builder.connectString(proxy.connectString()));
+        client.getZookeeperClient().setTracerDriver(losing);
+        DistributedQueue<String> consumer = queue(zk.ensemble().connect(client), path);
+        consumer.offer("job"); // the slot is made; the marker waits for the first claim
+
+        // The marker's create lands and its reply is lost; the session expires before Curator sends it again, on the
+        // next session, where it lands again.
+        proxy.refuseConnections(true);
+        losing.after(List.of("MultiReadImpl"));
+        CompletableFuture<Optional<Claim<String>>> claiming = CompletableFuture.supplyAsync(() -> {
+            try {
+                return consumer.claim(Duration.ZERO);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        await().atMost(WAIT).until(() -> proxy.repliesLost() == 1);
+        zk.expireSession(client);
+        proxy.refuseConnections(false);
+
+        Claim<String> claim = claiming.get(30, TimeUnit.SECONDS).orElseThrow();
+        assertTrue(claim.ack());
+        CuratorFramework reader = zk.newClient();
+        await("only the marker in use is left")
+                .atMost(WAIT)
+                .until(() -> reader.getChildren().forPath(path + "/sessions").size() == 1);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
     /** Loses the reply that follows each of the named successful answers, in turn (names as Curator traces them). */
     private static final class LoseReplyAfter extends AdvancedTracerDriver {
         private final ZooKeeperProxy proxy;
