@@ -26,8 +26,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Write slots make the outcome of every write knowable, whatever happens to its reply or to its session. A slot is a
  * PERSISTENT znode {@code slots/<uuid>} that one thread at a time borrows, so that its data version is known exactly
- * between writes. Every write that moves an item (an offer, a poll's or a drain's removal, a claim, an ack) is one
- * transaction that also sets the slot's data at that version:
+ * between writes. Every write that moves an item (an offer, a poll's or a drain's removal, a claim, an ack, a
+ * release) is one transaction that also sets the slot's data at that version:
  *
  * <ul>
  *   <li>a replay of a transaction that landed (Curator resends after a lost connection) fails as a whole on the
