@@ -28,6 +28,7 @@ final class FaultyHandle {
     private final AtomicBoolean loseNextMulti = new AtomicBoolean();
     private final AtomicBoolean refuseMultis = new AtomicBoolean();
     private final AtomicInteger refusedMultis = new AtomicInteger();
+    private final AtomicInteger answeredMultis = new AtomicInteger();
     private final AtomicBoolean holdNextWatchRemoval = new AtomicBoolean();
     private final AtomicReference<Runnable> heldRemoval = new AtomicReference<>();
     private final AtomicReference<Handle> handle = new AtomicReference<>();
@@ -63,6 +64,11 @@ final class FaultyHandle {
 
     int refusedMultis() {
         return refusedMultis.get();
+    }
+
+    /** Multis the server answered as a whole, successful or not: neither lost nor refused. */
+    int answeredMultis() {
+        return answeredMultis.get();
     }
 
     /**
@@ -130,7 +136,15 @@ final class FaultyHandle {
                 throw new IllegalStateException("refused by the test");
             }
             if (!loseNextMulti.compareAndSet(true, false)) {
-                super.multi(ops, callback, ctx);
+                super.multi(
+                        ops,
+                        (rc, path, c, results) -> {
+                            if (results != null) {
+                                answeredMultis.incrementAndGet();
+                            }
+                            callback.processResult(rc, path, c, results);
+                        },
+                        ctx);
                 return;
             }
             cutConnection();

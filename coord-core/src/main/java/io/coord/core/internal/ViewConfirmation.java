@@ -13,9 +13,11 @@ import org.apache.zookeeper.OpResult;
 
 /**
  * Asks, in one read-only multi, whether this client may read each of some nodes: a node it may not read produces no
- * event, so a view must not wait on one. Curator 5.9 does not wrap a read multi; it goes through the client's
- * ZooKeeper handle, asynchronously so that its answer keeps its place among the session's events, and is traced like
- * Curator's own requests.
+ * event, so a view must not wait on one. Each node's children are listed, not its data: the server checks the same
+ * READ permission, and the reply stays small whatever the nodes hold (their data together could exceed {@code
+ * jute.maxbuffer}, which breaks the connection on every send). Curator 5.9 does not wrap a read multi; it goes
+ * through the client's ZooKeeper handle, asynchronously so that its answer keeps its place among the session's
+ * events, and is traced like Curator's own requests.
  */
 final class ViewConfirmation {
     private ViewConfirmation() {}
@@ -26,7 +28,7 @@ final class ViewConfirmation {
         String base = ZKPaths.fixForNamespace(client.getNamespace(), path);
         List<Op> reads = new ArrayList<>(nodes.size());
         for (SequenceNode node : nodes) {
-            reads.add(Op.getData(ZKPaths.makePath(base, node.name())));
+            reads.add(Op.getChildren(ZKPaths.makePath(base, node.name())));
         }
         OperationTrace trace = client.getZookeeperClient().startAdvancedTracer("ViewConfirmation-Background");
         try {
