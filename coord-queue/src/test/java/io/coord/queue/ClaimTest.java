@@ -15,10 +15,12 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.apache.curator.drivers.AdvancedTracerDriver;
 import org.apache.curator.drivers.EventTrace;
 import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -215,12 +217,9 @@ class ClaimTest {
     @Test
     void aClaimWhoseOwnerReadLosesItsAnswerIsReadAgainAndHandedOut() throws Exception {
         String path = ZooKeeperFixture.uniquePath("owner-read-lost");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        LoseReplyAfter losing = new LoseReplyAfter(proxy);
-        CuratorFramework client = zk.unstartedClient(
-                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
-        client.getZookeeperClient().setTracerDriver(losing);
-        DistributedQueue<String> consumer = queue(zk.ensemble().connect(client), path);
+        LosingConsumer losing = losingConsumer(path, builder -> builder.retryPolicy(new RetryNTimes(0, 0)));
+        ZooKeeperProxy proxy = losing.proxy();
+        DistributedQueue<String> consumer = losing.consumer();
         // The slot and the session marker made, so that the claim below sends its read, then its transaction.
         consumer.offer("warm-up");
         try (Claim<String> warmUp = consumer.claim(Duration.ZERO).orElseThrow()) {
@@ -230,7 +229,7 @@ class ClaimTest {
 
         // The claim's reply is lost, so the slot tells that it landed and the owner must be read; that answer is
         // lost too.
-        losing.after(List.of("MultiReadImpl", "GetDataBuilderImpl"));
+        losing.replies().after(List.of("MultiReadImpl", "GetDataBuilderImpl"));
         Claim<String> claim = consumer.claim(Duration.ZERO).orElseThrow();
 
         assertEquals(2, proxy.repliesLost(), "the test needs both replies lost");
@@ -242,17 +241,15 @@ class ClaimTest {
     @Test
     void aSessionMarkerMadeOnALaterSessionThanItWasSentOnIsDeleted() throws Exception {
         String path = ZooKeeperFixture.uniquePath("marker-orphan");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        LoseReplyAfter losing = new LoseReplyAfter(proxy);
-        CuratorFramework client = zk.unstartedClient(builder -> builder.connectString(proxy.connectString()));
-        client.getZookeeperClient().setTracerDriver(losing);
-        DistributedQueue<String> consumer = queue(zk.ensemble().connect(client), path);
+        LosingConsumer losing = losingConsumer(path, builder -> {});
+        ZooKeeperProxy proxy = losing.proxy();
+        DistributedQueue<String> consumer = losing.consumer();
         consumer.offer("job"); // the slot is made; the marker waits for the first claim
 
         // The marker's create lands and its reply is lost; the session expires before Curator sends it again, on the
         // next session, where it lands again.
         proxy.refuseConnections(true);
-        losing.after(List.of("MultiReadImpl"));
+        losing.replies().after(List.of("MultiReadImpl"));
         CompletableFuture<Optional<Claim<String>>> claiming = CompletableFuture.supplyAsync(() -> {
             try {
                 return consumer.claim(Duration.ZERO);
@@ -261,7 +258,7 @@ class ClaimTest {
             }
         });
         await().atMost(WAIT).until(() -> proxy.repliesLost() == 1);
-        zk.expireSession(client);
+        zk.expireSession(losing.client());
         proxy.refuseConnections(false);
 
         Claim<String> claim = claiming.get(30, TimeUnit.SECONDS).orElseThrow();
@@ -271,6 +268,20 @@ class ClaimTest {
                 .atMost(WAIT)
                 .until(() -> reader.getChildren().forPath(path + "/sessions").size() == 1);
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    /** A consumer whose client talks through a proxy that loses the replies {@code replies} names. */
+    private record LosingConsumer(
+            ZooKeeperProxy proxy, LoseReplyAfter replies, CuratorFramework client, DistributedQueue<String> consumer) {}
+
+    private static LosingConsumer losingConsumer(String path, Consumer<CuratorFrameworkFactory.Builder> options)
+            throws Exception {
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        LoseReplyAfter replies = new LoseReplyAfter(proxy);
+        CuratorFramework client =
+                zk.unstartedClient(builder -> options.accept(builder.connectString(proxy.connectString())));
+        client.getZookeeperClient().setTracerDriver(replies);
+        return new LosingConsumer(proxy, replies, client, queue(zk.ensemble().connect(client), path));
     }
 
     /** Loses the reply that follows each of the named successful answers, in turn (names as Curator traces them). */

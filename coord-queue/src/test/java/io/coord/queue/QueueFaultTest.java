@@ -151,37 +151,30 @@ class QueueFaultTest {
 
     @Test
     void drainHandsOverWhatItRemovedBeforeAnItemThatCannotBeDeserialized() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("drain-poison");
-        DistributedQueue<String> plain = queue(zk.newClient(), path);
-        plain.putAll(List.of("a", "b", large("poison")));
-        DistributedQueue<String> picky =
-                DistributedQueue.builder(zk.newClient(), path, PICKY).build();
-        List<String> sink = new ArrayList<>();
-
-        assertEquals(2, picky.drainTo(sink, 10), "the items removed in the first round");
-        assertEquals(List.of("a", "b"), sink);
-        assertThrows(IllegalStateException.class, () -> picky.drainTo(sink, 10), "the next call meets the item");
-        assertEquals(1, plain.size(), "the item that failed stays in place");
-
-        assertEquals(List.of(large("poison")), drain(plain));
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+        assertDrainHandsOverWhatItRemovedBefore("poison", IllegalStateException.class);
     }
 
     @Test
     void drainHandsOverWhatItRemovedBeforeAnItemWhoseSerializerThrowsAnError() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("drain-error");
+        assertDrainHandsOverWhatItRemovedBefore("fatal", UnreadableItem.class);
+    }
+
+    /** Two small items, then one the picky serializer fails on with {@code thrown}, in a round of its own. */
+    private static void assertDrainHandsOverWhatItRemovedBefore(String failing, Class<? extends Throwable> thrown)
+            throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-" + failing);
         DistributedQueue<String> plain = queue(zk.newClient(), path);
-        plain.putAll(List.of("a", "b", large("fatal")));
+        plain.putAll(List.of("a", "b", large(failing)));
         DistributedQueue<String> picky =
                 DistributedQueue.builder(zk.newClient(), path, PICKY).build();
         List<String> sink = new ArrayList<>();
 
         assertEquals(2, picky.drainTo(sink, 10), "the items removed in the first round");
         assertEquals(List.of("a", "b"), sink);
-        assertThrows(UnreadableItem.class, () -> picky.drainTo(sink, 10), "the next call meets the item");
+        assertThrows(thrown, () -> picky.drainTo(sink, 10), "the next call meets the item");
         assertEquals(1, plain.size(), "the item that failed stays in place");
 
-        assertEquals(List.of(large("fatal")), drain(plain));
+        assertEquals(List.of(large(failing)), drain(plain));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
