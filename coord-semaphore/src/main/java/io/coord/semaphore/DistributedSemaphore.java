@@ -28,7 +28,9 @@ import org.apache.curator.framework.CuratorFramework;
  * permits come back in any order. Permits die with their session.
  *
  * <p>{@code maxLeases} is recorded as the data of {@code <path>} on first use; an instance whose limit disagrees is
- * refused with {@link IllegalStateException} rather than silently enforcing a different limit.
+ * refused with {@link IllegalStateException} rather than silently enforcing a different limit. An acquisition that
+ * finds the path deleted makes it again with its record. An instance that outlives the deletion checks the record again
+ * only when it finds the path missing: stop every instance of the old limit before deleting the path.
  *
  * <pre>{@code
  * DistributedSemaphore pool = new DistributedSemaphore(client, "/limits/exports", 3);
@@ -57,9 +59,11 @@ public final class DistributedSemaphore {
         }
         byte[] id = Arguments.defaultParticipantId().getBytes(StandardCharsets.UTF_8);
         this.predicate = LeasePredicate.maxLeases(maxLeases);
-        this.engine = new LeaseEngine(client, path, PREFIX, predicate, id, ticker);
+        this.record = new LimitRecord(Arguments.client(client), Arguments.path(path), maxLeases);
+        // A create that finds the path missing has it made by a fresh check, which records the limit, and never as a
+        // container without a record.
+        this.engine = new LeaseEngine(client, path, PREFIX, predicate, id, ticker, "semaphore", record::recheck);
         this.maxLeases = maxLeases;
-        this.record = new LimitRecord(engine.client(), engine.path(), maxLeases);
     }
 
     /** Blocks until one permit is held. */

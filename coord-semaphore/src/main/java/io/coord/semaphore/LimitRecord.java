@@ -14,7 +14,8 @@ import org.apache.zookeeper.KeeperException.Code;
 
 /**
  * The semaphore's {@code maxLeases}, kept as the decimal data of its path, so that every client enforces one limit.
- * Checked once per instance, before its first acquisition; concurrent first acquisitions share one check.
+ * Checked before an instance's first acquisition, and again whenever an acquisition finds the path missing: then the
+ * check makes it, with the record. Concurrent callers share one check.
  *
  * <p>The path is created PERSISTENT, not as a container like the engine's parents: the server reaps an idle
  * container, and a record that vanished with it would let the next client record a different limit while this one
@@ -26,7 +27,7 @@ final class LimitRecord {
     private final int maxLeases;
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
-    private CompletableFuture<Void> check;
+    private Check check;
 
     LimitRecord(CuratorFramework client, String path, int maxLeases) {
         this.client = client;
@@ -35,22 +36,39 @@ final class LimitRecord {
     }
 
     boolean isVerified() {
-        CompletableFuture<Void> c = current();
-        return c != null && c.isDone() && !c.isCompletedExceptionally();
+        CompletableFuture<Void> done = current().done;
+        return done.isDone() && !done.isCompletedExceptionally();
     }
 
     /**
-     * Completes when the record matches ours, writing it first if there is none. A check in flight is shared; a
-     * failed one is tried again by the next caller.
+     * Completes when the record matches ours, writing it first if there is none, however long the connection is
+     * lost meanwhile. A check in flight is shared; a failed one is tried again by the next caller.
      */
     CompletableFuture<Void> verify() {
-        CompletableFuture<Void> started;
+        return join(false).done;
+    }
+
+    /**
+     * Checks again, whatever an earlier check found: the path went missing, and is made with the record if it still
+     * is. Fails with CONNECTIONLOSS as soon as the check meets a lost connection, as a create would.
+     */
+    CompletableFuture<Void> recheck() {
+        return join(true)
+                .firstAnswer()
+                .thenCompose(verified -> verified
+                        ? CompletableFuture.completedFuture(null)
+                        : CompletableFuture.failedFuture(KeeperException.create(Code.CONNECTIONLOSS, path)));
+    }
+
+    /** The check in flight or passed, or a new one; {@code again} passes over one that passed. */
+    private Check join(boolean again) {
+        Check started;
         lock.lock();
         try {
-            if (check != null && !check.isCompletedExceptionally()) {
+            if (check != null && !check.done.isCompletedExceptionally() && !(again && check.done.isDone())) {
                 return check;
             }
-            check = started = new CompletableFuture<>();
+            check = started = new Check();
         } finally {
             lock.unlock();
         }
@@ -58,45 +76,67 @@ final class LimitRecord {
         return started;
     }
 
-    private CompletableFuture<Void> current() {
+    private Check current() {
         lock.lock();
         try {
-            return check;
+            return check == null ? Check.NONE : check;
         } finally {
             lock.unlock();
         }
     }
 
-    private void read(CompletableFuture<Void> done) {
+    /** One check of the record: it goes on through lost connections until it answers, and tells of each one. */
+    private static final class Check {
+        static final Check NONE = new Check();
+
+        final CompletableFuture<Void> done = new CompletableFuture<>();
+        // Completed with false when the check meets a lost connection; replaced when it goes on, once connected.
+        private volatile CompletableFuture<Boolean> lost = new CompletableFuture<>();
+
+        /** True when the record matches, false if the connection is lost first. */
+        CompletableFuture<Boolean> firstAnswer() {
+            return done.thenApply(ok -> true).applyToEither(lost, verified -> verified);
+        }
+
+        void connectionLost() {
+            lost.complete(false);
+        }
+
+        void resumed() {
+            lost = new CompletableFuture<>();
+        }
+    }
+
+    private void read(Check c) {
         run(
-                done,
+                c.done,
                 () -> client.getData()
-                        .inBackground((c, event) -> {
+                        .inBackground((cf, event) -> {
                             switch (Code.get(event.getResultCode())) {
-                                case OK -> check(event, done);
-                                case NONODE -> create(done);
-                                default -> fail(event, done);
+                                case OK -> check(event, c);
+                                case NONODE -> create(c);
+                                default -> fail(event, c);
                             }
                         })
                         .forPath(path));
     }
 
-    private void check(CuratorEvent event, CompletableFuture<Void> done) {
+    private void check(CuratorEvent event, Check c) {
         byte[] data = event.getData();
         if (data == null || data.length == 0) {
             // The path exists without a record (made as a bare parent): claim it, unless someone else just did.
             run(
-                    done,
+                    c.done,
                     () -> client.setData()
                             .withVersion(event.getStat().getVersion())
-                            .inBackground((c, e) -> {
+                            .inBackground((cf, e) -> {
                                 Code rc = Code.get(e.getResultCode());
                                 if (rc == Code.OK) {
-                                    done.complete(null);
+                                    c.done.complete(null);
                                 } else if (rc == Code.BADVERSION) {
-                                    read(done);
+                                    read(c);
                                 } else {
-                                    fail(e, done);
+                                    fail(e, c);
                                 }
                             })
                             .forPath(path, encoded()));
@@ -107,52 +147,54 @@ final class LimitRecord {
         try {
             recorded = Integer.parseInt(text.trim());
         } catch (NumberFormatException e) {
-            done.completeExceptionally(new IllegalStateException(
+            c.done.completeExceptionally(new IllegalStateException(
                     "the data of " + path + " is not a maxLeases record: \"" + abbreviate(text) + "\""));
             return;
         }
         if (recorded != maxLeases) {
-            done.completeExceptionally(new IllegalStateException("semaphore " + path + " records maxLeases " + recorded
-                    + ", but this instance was built with maxLeases " + maxLeases));
+            c.done.completeExceptionally(new IllegalStateException("semaphore " + path + " records maxLeases "
+                    + recorded + ", but this instance was built with maxLeases " + maxLeases));
             return;
         }
-        done.complete(null);
+        c.done.complete(null);
     }
 
-    private void create(CompletableFuture<Void> done) {
+    private void create(Check c) {
         run(
-                done,
+                c.done,
                 () -> client.create()
                         .creatingParentContainersIfNeeded()
                         .withMode(CreateMode.PERSISTENT)
-                        .inBackground((c, event) -> {
+                        .inBackground((cf, event) -> {
                             Code rc = Code.get(event.getResultCode());
                             if (rc == Code.OK) {
-                                done.complete(null);
+                                c.done.complete(null);
                             } else if (rc == Code.NODEEXISTS) {
-                                read(done);
+                                read(c);
                             } else {
-                                fail(event, done);
+                                fail(event, c);
                             }
                         })
                         .forPath(path, encoded()));
     }
 
-    private void fail(CuratorEvent event, CompletableFuture<Void> done) {
+    private void fail(CuratorEvent event, Check c) {
         Code rc = Code.get(event.getResultCode());
         if (ResultCodes.isInDoubt(rc)) {
             // The connection went for longer than Curator's retries: check again once it is back, from the read,
             // which shows whatever a write in doubt did. A closed client fails the check.
+            c.connectionLost();
             ClientContext.of(client).connected().whenComplete((connected, closed) -> {
                 if (closed != null) {
-                    done.completeExceptionally(closed);
+                    c.done.completeExceptionally(closed);
                 } else {
-                    read(done);
+                    c.resumed();
+                    read(c);
                 }
             });
             return;
         }
-        done.completeExceptionally(new CoordinationException(
+        c.done.completeExceptionally(new CoordinationException(
                 "cannot check the maxLeases record of " + path + ": " + rc, KeeperException.create(rc, path)));
     }
 

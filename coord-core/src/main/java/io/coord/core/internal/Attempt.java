@@ -175,13 +175,14 @@ final class Attempt {
                     prefix + engine.prefix(),
                     engine.nodeData(),
                     request.nodes(),
-                    (rc, made) -> created(gen, rc, made));
+                    engine.pathMaker() == null,
+                    (rc, made) -> created(gen, prefix, rc, made));
         } catch (Exception e) {
             act(todo -> failWith(e, todo));
         }
     }
 
-    private void created(int gen, KeeperException.Code rc, NodeCreator.Created made) {
+    private void created(int gen, String prefix, KeeperException.Code rc, NodeCreator.Created made) {
         act(todo -> {
             if (gen != generation) {
                 List<String> stale = made == null ? List.of() : made.names();
@@ -189,6 +190,12 @@ final class Attempt {
                 // A replayed copy of this create may have landed unseen, even after a sweep at withdrawal. Sweep the
                 // old generations' ids only, unless withdrawn: the current one may name a granted lease.
                 sweepLater(todo, phase != Phase.WITHDRAWN, stale);
+                return;
+            }
+            if (rc == KeeperException.Code.NONODE && made == null && engine.pathMaker() != null) {
+                // The path is gone, and its primitive makes it (with what it records there): create again once it
+                // exists, in this generation, rather than retry into the same NONODE.
+                todo.add(() -> makePath(gen, prefix));
                 return;
             }
             creating = false;
@@ -206,6 +213,34 @@ final class Attempt {
                 }
             }
         });
+    }
+
+    /** Asks the primitive to make the missing path, then sends this generation's create again. */
+    private void makePath(int gen, String prefix) {
+        CompletableFuture<Void> made;
+        try {
+            made = engine.pathMaker().get();
+        } catch (RuntimeException e) {
+            made = CompletableFuture.failedFuture(e);
+        }
+        made.whenComplete((ok, error) -> act(todo -> {
+            if (gen != generation || isOver()) {
+                return; // withdrawn, failed or queued anew meanwhile
+            }
+            if (error == null) {
+                todo.add(() -> create(gen, prefix));
+                return;
+            }
+            creating = false;
+            Throwable cause = ResultCodes.unwrap(error);
+            if (ResultCodes.isInDoubt(cause)) {
+                retry(gen, todo, this::enter); // as a create lost with its connection: a one-look is refused
+            } else if (cause instanceof RuntimeException refused && !context.isClosed()) {
+                failAs(refused, todo); // the primitive's own verdict, such as a record of another limit, as it is
+            } else {
+                failWith(cause, todo);
+            }
+        }));
     }
 
     // ---- deciding ----
@@ -357,12 +392,18 @@ final class Attempt {
     }
 
     void failWith(Throwable cause, List<Runnable> todo) {
+        failAs(
+                context.isClosed()
+                        ? ClientContext.closedError(engine.path())
+                        : new CoordinationException(
+                                "ZooKeeper refused a request for " + engine.path() + ": " + cause, cause),
+                todo);
+    }
+
+    private void failAs(RuntimeException error, List<Runnable> todo) {
         if (phase != Phase.WITHDRAWN) {
             phase = Phase.DONE;
         }
-        RuntimeException error = context.isClosed()
-                ? ClientContext.closedError(engine.path())
-                : new CoordinationException("ZooKeeper refused a request for " + engine.path() + ": " + cause, cause);
         todo.add(() -> result.completeExceptionally(error));
     }
 

@@ -22,18 +22,32 @@ final class NodeCreator {
 
     private NodeCreator() {}
 
-    /** Calls {@code done} once, on the event thread, with OK and what was made, or with the failure's code. */
+    /**
+     * Calls {@code done} once, on the event thread, with OK and what was made, or with the failure's code. With
+     * {@code makeParents}, a missing path is made as a container; without, the create answers NONODE.
+     */
     static void create(
-            CuratorFramework client, String path, String name, byte[] data, int count, BiConsumer<Code, Created> done)
+            CuratorFramework client,
+            String path,
+            String name,
+            byte[] data,
+            int count,
+            boolean makeParents,
+            BiConsumer<Code, Created> done)
             throws Exception {
-        if (count == 1) {
+        if (count > 1) {
+            createMany(client, path, name, data, count, makeParents, done);
+        } else if (makeParents) {
             client.create()
                     .creatingParentContainersIfNeeded()
                     .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
                     .inBackground((c, event) -> createdOne(event, done))
                     .forPath(ZKPaths.makePath(path, name), data);
         } else {
-            createMany(client, path, name, data, count, true, done);
+            client.create()
+                    .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                    .inBackground((c, event) -> createdOne(event, done))
+                    .forPath(ZKPaths.makePath(path, name), data);
         }
     }
 

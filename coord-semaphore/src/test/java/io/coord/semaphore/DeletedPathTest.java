@@ -1,0 +1,94 @@
+package io.coord.semaphore;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.coord.core.Lease;
+import io.coord.testkit.EngineMode;
+import io.coord.testkit.ZooKeeperFixture;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.data.Stat;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** An instance that outlives the deletion of its path, the documented way to retire a semaphore or change its limit. */
+@ParameterizedClass(name = "{0}")
+@EnumSource(EngineMode.class)
+@Timeout(90)
+class DeletedPathTest {
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Parameter
+    EngineMode mode;
+
+    @BeforeEach
+    void useMode() {
+        zk.mode(mode);
+    }
+
+    @Test
+    void aVerifiedInstanceMakesItsDeletedPathAgainAsAPersistentNodeThatRecordsItsLimit() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("remade");
+        CuratorFramework admin = zk.newClient();
+        DistributedSemaphore semaphore = new DistributedSemaphore(zk.newClient(), path, 3);
+        semaphore.acquire().close(); // the record is checked, and the instance remembers it
+
+        // One plain create, one transaction for several permits, and one look: each finds the path missing.
+        deleteWhenIdle(admin, path);
+        semaphore.acquire().close();
+        assertRecorded(admin, path, "3");
+
+        deleteWhenIdle(admin, path);
+        semaphore.acquire(2).close();
+        assertRecorded(admin, path, "3");
+
+        deleteWhenIdle(admin, path);
+        semaphore.tryAcquire(1, Duration.ZERO).orElseThrow().close();
+        assertRecorded(admin, path, "3");
+
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aNewcomerWithAnotherLimitIsRefusedOnceAnOldInstanceMadeTheDeletedPathAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("remade-refused");
+        CuratorFramework admin = zk.newClient();
+        DistributedSemaphore old = new DistributedSemaphore(zk.newClient(), path, 3);
+        old.acquire().close();
+        deleteWhenIdle(admin, path);
+
+        Lease held = old.acquire();
+        DistributedSemaphore newcomer = new DistributedSemaphore(zk.newClient(), path, 1);
+        // Bounded: a newcomer that recorded its own limit would wait for the permit held instead.
+        IllegalStateException refused =
+                assertThrows(IllegalStateException.class, () -> newcomer.tryAcquire(1, Duration.ofSeconds(10)));
+        assertEquals(
+                "semaphore " + path + " records maxLeases 3, but this instance was built with maxLeases 1",
+                refused.getMessage());
+
+        held.close();
+        zk.assertNoLeaks(path);
+    }
+
+    private static void deleteWhenIdle(CuratorFramework admin, String path) throws Exception {
+        await().until(() -> admin.getChildren().forPath(path).isEmpty());
+        admin.delete().forPath(path);
+    }
+
+    /** A container's ephemeral owner is a marker of its own; only a PERSISTENT node has none. */
+    private static void assertRecorded(CuratorFramework admin, String path, String limit) throws Exception {
+        Stat stat = new Stat();
+        byte[] data = admin.getData().storingStatIn(stat).forPath(path);
+        assertEquals(limit, new String(data, StandardCharsets.UTF_8), "the record");
+        assertEquals(0, stat.getEphemeralOwner(), "a PERSISTENT node, not a container the server may reap");
+    }
+}
