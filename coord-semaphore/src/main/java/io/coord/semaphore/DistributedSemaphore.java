@@ -78,7 +78,8 @@ public final class DistributedSemaphore {
 
     /**
      * Waits up to {@code timeout} for all {@code permits}, the first use's check of the recorded limit included;
-     * {@link Duration#ZERO} looks once, and answers empty at once while the client is disconnected.
+     * {@link Duration#ZERO} looks once, and answers empty at once while the client is disconnected, or as soon as the
+     * look loses its connection.
      */
     public Optional<Lease> tryAcquire(int permits, Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
@@ -188,16 +189,13 @@ public final class DistributedSemaphore {
         if (record.isVerified()) {
             return true;
         }
-        if (!deadline.allowsWaiting() && !engine.isConnected()) {
-            return false; // one look cannot be had without a connection
-        }
         try {
-            CompletableFuture<Void> check = record.verify();
-            if (deadline.allowsWaiting()) {
-                deadline.await(check);
-            } else {
-                check.get();
+            if (!deadline.allowsWaiting()) {
+                // One look cannot be had without a connection, nor wait for one: a check that loses its connection
+                // refuses, and goes on in the background for the next call.
+                return engine.isConnected() && record.verifyOnce().get();
             }
+            deadline.await(record.verify());
             return true;
         } catch (TimeoutException e) {
             return false; // the check goes on in the background, and the next call joins it

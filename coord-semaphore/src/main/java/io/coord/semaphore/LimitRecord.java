@@ -49,6 +49,14 @@ final class LimitRecord {
     }
 
     /**
+     * Like {@link #verify()}, but completes with false as soon as the check meets a lost connection: the check goes
+     * on in the background, and the next caller joins it.
+     */
+    CompletableFuture<Boolean> verifyOnce() {
+        return join(false).firstAnswer();
+    }
+
+    /**
      * Checks again, whatever an earlier check found: the path went missing, and is made with the record if it still
      * is. Fails with CONNECTIONLOSS as soon as the check meets a lost connection, as a create would.
      */

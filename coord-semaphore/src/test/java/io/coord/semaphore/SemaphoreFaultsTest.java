@@ -12,6 +12,7 @@ import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.Optional;
@@ -134,6 +135,30 @@ class SemaphoreFaultsTest {
 
         zk.restartServer();
         Lease lease = semaphore.acquire();
+        assertTrue(lease.isValid());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aOneLookFirstUseIsRefusedWhenItsCheckLosesTheConnectionAndTheCheckGoesOn() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("one-look-record");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .retryPolicy(new RetryNTimes(0, 0))
+                .connectionTimeoutMs(500));
+        DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 2); // its record is not checked yet
+        // The client still counts itself connected, so the look is taken; the record read's reply never comes, and
+        // no reconnection gets through until the proxy passes replies again.
+        proxy.loseReplies(true);
+        CompletableFuture<Optional<Lease>> look = Background.call(() -> semaphore.tryAcquire(1, Duration.ZERO));
+
+        // Answered once the client gives the connection up (its read timeout), with replies still lost.
+        await().atMost(Duration.ofSeconds(30)).until(look::isDone);
+        assertEquals(Optional.empty(), look.get());
+
+        proxy.loseReplies(false);
+        Lease lease = semaphore.acquire(); // joins the check, which went on once connected
         assertTrue(lease.isValid());
         lease.close();
         zk.assertNoLeaks(path);
