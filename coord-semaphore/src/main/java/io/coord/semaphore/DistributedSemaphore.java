@@ -105,7 +105,13 @@ public final class DistributedSemaphore {
                                 result.completeExceptionally(error);
                                 return;
                             }
-                            CompletableFuture<Lease> inner = engine.acquireAsync(permits, predicate);
+                            CompletableFuture<Lease> inner;
+                            try {
+                                inner = engine.acquireAsync(permits, predicate);
+                            } catch (RuntimeException e) {
+                                result.completeExceptionally(e); // the client closed after the check answered
+                                return;
+                            }
                             result.whenComplete((lease, e) -> {
                                 // Cancelled, timed out, or completed from outside with anything but the lease granted:
                                 // withdraw.

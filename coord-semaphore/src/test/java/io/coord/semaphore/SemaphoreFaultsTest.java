@@ -3,10 +3,12 @@ package io.coord.semaphore;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
@@ -17,8 +19,14 @@ import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.apache.curator.drivers.AdvancedTracerDriver;
+import org.apache.curator.drivers.EventTrace;
+import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.CuratorEventType;
 import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -175,6 +183,42 @@ class SemaphoreFaultsTest {
                 .whenComplete(
                         (lease, error) -> thread.complete(Thread.currentThread().getName()));
         assertFalse(thread.get(10, TimeUnit.SECONDS).endsWith("EventThread"), thread.get());
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void anAsyncFirstUseWhoseClientClosesRightAfterTheCheckAnsweredFails() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-after-check");
+        new DistributedSemaphore(zk.newClient(), path, 2).acquire().close(); // recorded: the check is one read
+        CuratorFramework client = zk.newClient();
+        CountDownLatch closing = new CountDownLatch(1);
+        client.getCuratorListenable().addListener((c, event) -> {
+            if (event.getType() == CuratorEventType.CLOSING) {
+                closing.countDown(); // the client counts itself closed by now
+            }
+        });
+        // Curator traces a reply right before handing it on: hold the check's reply until the client is closing, so
+        // that the check answers on a closed client. Test only; the wait is for the closer's first step.
+        client.getZookeeperClient().setTracerDriver(new AdvancedTracerDriver() {
+            @Override
+            public void addTrace(OperationTrace trace) {
+                if (trace.getName().startsWith("GetData") && path.equals(trace.getPath())) {
+                    Background.call(() -> {
+                        client.close();
+                        return null;
+                    });
+                    await().until(() -> closing.getCount() == 0);
+                }
+            }
+
+            @Override
+            public void addEvent(EventTrace trace) {}
+        });
+
+        CompletableFuture<Lease> pending = new DistributedSemaphore(client, path, 2).acquireAsync(1);
+
+        ExecutionException error = assertThrows(ExecutionException.class, () -> pending.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(CoordinationException.class, error.getCause());
         zk.assertNoLeaks(path);
     }
 
