@@ -45,8 +45,9 @@ import org.apache.zookeeper.data.Stat;
  * reads, which may be deleted whenever no client of that process is running.
  *
  * <p><b>Capacity</b> counts every item in the queue, claimed ones included. A producer learns the count from the
- * sequence numbers its writes are given and reads it again only near the bound; producers racing at the bound may each
- * pass it once, so the bound can be overshot by at most one write per producer.
+ * sequence numbers its writes are given and reads it again only near the bound; writers racing at the bound may each
+ * pass it once, so the bound can be overshot by at most one write per writing thread (untimed offers through one
+ * instance that share a transaction count as one).
  *
  * <p><b>Timeouts.</b> A timed call computes its deadline once, and every wait before its first write ends there:
  * reads, creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. No write is

@@ -4,8 +4,11 @@ import io.coord.core.CoordinationException;
 import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.Deadline;
+import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SingleFlight;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.KeeperException;
@@ -94,6 +97,35 @@ final class ItemsWatch {
     /** The last waiter to leave removes the watch, so that none is left on the server. */
     void leave() {
         watch.leave();
+    }
+
+    /** A name a local consumer took goes back into play, for local waiters too. */
+    void putBack(String name) {
+        if (names.putBack(name)) {
+            signal.fire();
+        }
+    }
+
+    /**
+     * Waits for the watch that {@code arming} puts on the server. A caller that may wait rides out a lost connection
+     * (a session's end takes the watch, and an add sent meanwhile runs out of retries): once connected it arms again.
+     */
+    void awaitArmed(CompletableFuture<Void> arming, Deadline deadline) throws InterruptedException, TimeoutException {
+        CompletableFuture<Void> next = arming;
+        while (true) {
+            try {
+                BackgroundRequests.awaitWithin(next, deadline, layout.items());
+                return;
+            } catch (CoordinationException e) {
+                if (!deadline.allowsWaiting() || !ResultCodes.isInDoubt(e) || context.isClosed()) {
+                    throw e;
+                }
+                if (!context.awaitConnected(deadline)) {
+                    throw new TimeoutException("no connection to watch " + layout.items());
+                }
+                next = watch.ensureArmed();
+            }
+        }
     }
 
     /** Our claim made on {@code session} was deleted: the name is back in play, for local waiters too. */

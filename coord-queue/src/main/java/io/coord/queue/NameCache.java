@@ -148,9 +148,9 @@ final class NameCache {
         }
     }
 
-    /** A taken name goes back into play, at its place in the order. */
-    void putBack(String name) {
-        transition(name, State.TAKEN, State.CANDIDATE);
+    /** A taken name goes back into play, at its place in the order. Returns true if it came back. */
+    boolean putBack(String name) {
+        return transition(name, State.TAKEN, State.CANDIDATE);
     }
 
     /** The item is gone, taken here or elsewhere. */

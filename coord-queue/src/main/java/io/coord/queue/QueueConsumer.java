@@ -97,13 +97,12 @@ final class QueueConsumer<T> {
                 }
                 if (!waiting) {
                     waiting = true; // the watch first: arming it counts as a change, so a read follows
-                    BackgroundRequests.await(items.join(), deadline, queue.layout.items());
+                    items.awaitArmed(items.join(), deadline);
                     continue;
                 }
                 CompletableFuture<Void> armed = items.ensureArmed();
                 if (!armed.isDone() || armed.isCompletedExceptionally()) {
-                    BackgroundRequests.await(
-                            armed, deadline, queue.layout.items()); // a session end took the watch away
+                    items.awaitArmed(armed, deadline); // a session end took the watch away
                 } else if (items.changedSinceRead()) {
                     if (!read(deadline)) {
                         return taken;
@@ -156,7 +155,7 @@ final class QueueConsumer<T> {
             } else if (data(results.get(1), queue.layout.claim(name)) != null) {
                 watchClaim(name);
             } else {
-                return serializer.deserialize(ItemCodec.payload(stored));
+                return decode(name, stored);
             }
         }
     }
@@ -190,12 +189,12 @@ final class QueueConsumer<T> {
                 continue;
             }
             try {
-                decoded.add(serializer.deserialize(ItemCodec.payload(one)));
+                decoded.add(decode(name, one));
                 present.add(name);
             } catch (RuntimeException | Error e) {
                 // Nothing is removed unless it is known to be readable. The items before it go out now; this one
                 // fails the next call that reaches it.
-                names.subList(i, names.size()).forEach(cache::putBack);
+                names.subList(i, names.size()).forEach(queue.items::putBack);
                 if (present.isEmpty()) {
                     queue.slots.giveBack(slot);
                     throw e;
@@ -217,7 +216,7 @@ final class QueueConsumer<T> {
 
     /** A round that ended before its write: the names go back in play, and the slot, if borrowed, back to idle. */
     private void abandon(List<String> names, Slots.Slot slot) {
-        names.forEach(queue.items.names()::putBack);
+        names.forEach(queue.items::putBack);
         if (slot != null) {
             queue.slots.giveBack(slot); // nothing was written with it, so its version is still known
         }
@@ -290,7 +289,7 @@ final class QueueConsumer<T> {
         int lost = failed >= 0 && failed < ops.size() ? failed / 3 : -1;
         for (int i = 0; i < names.size(); i++) {
             if (i != lost) {
-                cache.putBack(names.get(i));
+                queue.items.putBack(names.get(i));
             }
         }
         if (lost >= 0) {
@@ -329,13 +328,13 @@ final class QueueConsumer<T> {
             if (outcome.failedOp() == 0 || outcome.failedOp() == 1) {
                 settleLost(name, outcome.failedOp() == 0, outcome.code());
             } else {
-                cache.putBack(name);
+                queue.items.putBack(name);
             }
             return;
         }
         long owner = outcome.reply() != null && queue.context.sessionId() == session ? session : ownerOf(claimPath);
         if (owner == 0 || owner != queue.context.sessionId()) {
-            cache.putBack(name); // the claim died with its session before it could be used
+            queue.items.putBack(name); // the claim died with its session before it could be used
             return;
         }
         // A claim that landed on a newer session than the marker's (Curator sent it again there) is held all the
@@ -357,7 +356,7 @@ final class QueueConsumer<T> {
         try {
             return queue.slots.commit(slot, ops, what);
         } catch (RuntimeException | Error e) {
-            names.forEach(queue.items.names()::putBack);
+            names.forEach(queue.items::putBack);
             throw e;
         }
     }
@@ -370,10 +369,10 @@ final class QueueConsumer<T> {
         } else if (!onClaim && code == Code.NONODE) {
             cache.gone(name); // taken by another consumer
         } else if (onClaim && code == Code.NONODE) {
-            cache.putBack(name); // no claims parent yet
+            queue.items.putBack(name); // no claims parent yet
             BackgroundRequests.awaitFully(queue.ensureLayout(), queue.layout.claims());
         } else {
-            cache.putBack(name);
+            queue.items.putBack(name);
             throw BackgroundRequests.failure("taking", queue.layout.item(name), code);
         }
     }
@@ -430,6 +429,16 @@ final class QueueConsumer<T> {
             // Curator's retries ran out on a lost connection: a waiting consumer waits for it to come back.
             return queue.context.awaitConnected(deadline);
         }
+    }
+
+    /** An item from its stored form; a serializer that answers null fails it as one that throws does. */
+    private T decode(String name, byte[] stored) {
+        T item = serializer.deserialize(ItemCodec.payload(stored));
+        if (item == null) {
+            throw new NullPointerException(
+                    "serializer " + serializer + " returned null for the item " + queue.layout.item(name));
+        }
+        return item;
     }
 
     /** A read's data, or null if the znode does not exist. */

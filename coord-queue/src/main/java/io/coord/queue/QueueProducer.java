@@ -29,9 +29,10 @@ import org.apache.zookeeper.data.Stat;
  *
  * <p>The capacity check reads the count only when it must. Each write's reply carries the sequence numbers of the
  * items it created, which count every item anyone created since the last read; so a producer knows an upper bound
- * of the size without asking, and reads the size again only when that bound leaves no room. Producers of other
- * clients are counted only from the next reply, so the queue can overshoot its capacity by at most one write per
- * producer racing at the bound. Making it exact would put every producer in a compare-and-set loop on one znode.
+ * of the size without asking, and reads the size again only when that bound leaves no room. Writes of other
+ * clients, and writes of this one still in flight that go alone, are counted only from their replies, so the queue
+ * can overshoot its capacity by at most one write per thread racing at the bound. Making it exact would put every
+ * writer in a compare-and-set loop on one znode.
  */
 final class QueueProducer {
     private static final int MAX_ATTEMPTS = 10;
@@ -102,11 +103,13 @@ final class QueueProducer {
                         }
                         if (!waiting) {
                             waiting = true;
-                            await(queue.items.join(), deadline); // then count again: room may have come before
+                            // Then count again: room may have come before.
+                            queue.items.awaitArmed(queue.items.join(), deadline);
                         } else if (!ChangeSignal.await(seen, deadline)) {
                             return false;
                         } else {
-                            await(queue.items.ensureArmed(), deadline); // a session end took the watch away
+                            // A session end took the watch away.
+                            queue.items.awaitArmed(queue.items.ensureArmed(), deadline);
                         }
                         continue;
                     }

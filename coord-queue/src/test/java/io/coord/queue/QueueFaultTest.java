@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
+import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
@@ -128,6 +129,9 @@ class QueueFaultTest {
             if (item.startsWith("fatal")) {
                 throw new UnreadableItem("cannot read fatal");
             }
+            if (item.startsWith("missing")) {
+                return null; // a serializer that answers null for what it cannot read
+            }
             if (item.startsWith("interrupt")) {
                 Thread.currentThread().interrupt(); // as if the caller were interrupted while this round is sent
             }
@@ -157,6 +161,103 @@ class QueueFaultTest {
     @Test
     void drainHandsOverWhatItRemovedBeforeAnItemWhoseSerializerThrowsAnError() throws Exception {
         assertDrainHandsOverWhatItRemovedBefore("fatal", UnreadableItem.class);
+    }
+
+    @Test
+    void anItemTheSerializerReadsAsNullStaysInPlaceAndThePollSaysWhy() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("null-item");
+        DistributedQueue<String> plain = queue(zk.newClient(), path);
+        plain.offer("missing");
+        DistributedQueue<String> picky =
+                DistributedQueue.builder(zk.newClient(), path, PICKY).build();
+
+        // Answered null, "empty", after removing the item, before.
+        NullPointerException refused = assertThrows(NullPointerException.class, picky::poll);
+        assertTrue(
+                refused.getMessage().contains("returned null for the item " + path + "/items/"), refused.getMessage());
+        assertThrows(NullPointerException.class, picky::peek);
+        assertEquals(1, plain.size(), "the item stays in place");
+        assertEquals("missing", plain.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aNameAPollGivesBackWakesATakeOfTheSameClient() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("put-back-wakes");
+        CountDownLatch reading = new CountDownLatch(1);
+        CountDownLatch fail = new CountDownLatch(1);
+        AtomicBoolean failedOnce = new AtomicBoolean();
+        QueueSerializer<String> failsOnce = new QueueSerializer<>() {
+            @Override
+            public byte[] serialize(String item) {
+                return item.getBytes(StandardCharsets.UTF_8);
+            }
+
+            @Override
+            public String deserialize(byte[] bytes) {
+                if (failedOnce.compareAndSet(false, true)) {
+                    reading.countDown();
+                    try {
+                        fail.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    throw new IllegalStateException("not now");
+                }
+                return new String(bytes, StandardCharsets.UTF_8);
+            }
+        };
+        DistributedQueue<String> consumer =
+                DistributedQueue.builder(zk.newClient(), path, failsOnce).build();
+        queue(zk.newClient(), path).offer("x");
+        CompletableFuture<String> polling = Background.call(consumer::poll);
+        assertTrue(reading.await(10, TimeUnit.SECONDS)); // the poll holds x while it reads it
+        CompletableFuture<String> taking = Background.call(consumer::take);
+        await().during(Duration.ofMillis(500)).until(() -> !taking.isDone()); // waiting: x is out of play
+
+        fail.countDown();
+
+        assertInstanceOf(
+                IllegalStateException.class,
+                assertThrows(ExecutionException.class, polling::get).getCause());
+        assertEquals("x", taking.get(15, TimeUnit.SECONDS), "the take heard x come back into play");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aPutWaitingForRoomOutlivesAnOutageLongerThanItsSession() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("put-outage");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> producer = DistributedQueue.builder(client, path, QueueSerializer.utf8())
+                .capacity(1)
+                .build();
+        producer.offer("a");
+        CountDownLatch lost = new CountDownLatch(1);
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (state == ConnectionState.LOST) {
+                lost.countDown();
+            }
+        });
+        CompletableFuture<Void> putting = Background.call(() -> {
+            producer.put("b");
+            return null;
+        });
+        await().during(Duration.ofMillis(300)).until(() -> !putting.isDone()); // waiting for room
+
+        zk.stopServer();
+        assertTrue(lost.await(30, TimeUnit.SECONDS));
+        // It failed here before: the watch's add, sent at once on the ended session, ran out of retries.
+        await("the put still waits")
+                .during(Duration.ofSeconds(8))
+                .atMost(Duration.ofSeconds(20))
+                .until(() -> !putting.isDone());
+        zk.restartServer();
+
+        DistributedQueue<String> consumer = queue(zk.newClient(), path);
+        assertEquals("a", consumer.take());
+        putting.get(30, TimeUnit.SECONDS);
+        assertEquals("b", consumer.take());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
     /** Two small items, then one the picky serializer fails on with {@code thrown}, in a round of its own. */
