@@ -238,13 +238,18 @@ final class ExclusionChecker {
 
     /**
      * A later exclusive lease must carry a larger token. The same lease may come back (a term that turned SUSPECT and
-     * was confirmed HELD again), but only while no later one has entered.
+     * was confirmed HELD again), but only while no later one has entered. A holder whose znode is already gone is
+     * stale, not a breach: its session ended a moment before it entered, any resource that checks tokens refuses its
+     * lower one, and it must stop within the stale limit.
      */
     private void checkToken(Holder me, long now) {
         if (highestTokenHolder != null) {
             long highest = highestTokenHolder.lease().fencingToken();
             long mine = me.lease().fencingToken();
             if (mine < highest || (mine == highest && me.lease() != highestTokenHolder.lease())) {
+                if (!stale.among(List.of(me), now).isEmpty()) {
+                    return;
+                }
                 violations.add(new Violation(
                         now, "token did not rise: " + me + " entered after " + highestTokenHolder + " had entered"));
                 return;
