@@ -93,6 +93,15 @@ class CoordLeaderInitiatorTest {
         }
     }
 
+    /**
+     * Waits until {@code count} candidates are queued for the role: a leader that gives up before the last one's node
+     * lands queues again ahead of it, and leads again.
+     */
+    private void awaitCandidates(int count) throws Exception {
+        CuratorFramework reader = zk.newClient();
+        await().until(() -> reader.getChildren().forPath("/leaders/billing").size() == count);
+    }
+
     private CoordLeaderInitiator start(CuratorFramework client, Candidate candidate) {
         CoordLeaderInitiator initiator = new CoordLeaderInitiator(client, candidate, "/leaders");
         initiator.setLeaderEventPublisher(new LeaderEventPublisher() {
@@ -127,6 +136,7 @@ class CoordLeaderInitiatorTest {
         assertThat(events).containsExactly("a granted", "event granted billing");
         assertThat(second.getContext().isLeader()).isFalse();
         long firstEpoch = ((CoordLeaderInitiator.CoordContext) first.getContext()).fencingToken();
+        awaitCandidates(2);
 
         first.getContext().yield();
 
@@ -145,6 +155,7 @@ class CoordLeaderInitiatorTest {
         CoordLeaderInitiator first = start(leaderClient, new Recorder("a"));
         await().until(() -> first.getContext().isLeader());
         CoordLeaderInitiator second = start(zk.newClient(), new Recorder("b"));
+        awaitCandidates(2);
 
         zk.expireSession(leaderClient);
 
