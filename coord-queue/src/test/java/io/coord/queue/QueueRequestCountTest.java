@@ -233,11 +233,10 @@ class QueueRequestCountTest {
                         takes.stream().filter(CompletableFuture::isDone).count() == served);
             }
 
-            // Each item wakes every waiter twice (its create, then its removal), and the waiters woken by one change
-            // share one read. A change that comes while a read is on the wire needs one more, sent after it, which
-            // the next change may then share: allow for two of those over the run.
+            // Each item wakes the waiters twice (its create, then its removal; the last removal finds none left), and
+            // the waiters woken by one change share one read, even those that ask only after it answered.
             int reads = counter.count("GetChildren") - readsBefore;
-            assertTrue(reads <= 2 * waiters + 2, () -> reads + " children reads for " + waiters + " items");
+            assertTrue(reads <= 2 * waiters - 1, () -> reads + " children reads for " + waiters + " items");
         } finally {
             pool.shutdownNow();
         }

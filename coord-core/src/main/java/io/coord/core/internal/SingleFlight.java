@@ -17,6 +17,8 @@ public final class SingleFlight<T> {
     private CompletableFuture<T> inFlight;
     private long inFlightSentAt;
     private CompletableFuture<T> queued;
+    private CompletableFuture<T> answered; // the last read that answered without failing
+    private long answeredSentAt;
 
     public SingleFlight(Supplier<CompletableFuture<T>> sender) {
         this(sender, () -> 0);
@@ -32,26 +34,30 @@ public final class SingleFlight<T> {
     }
 
     /**
-     * The answer of the read in flight if it was sent once the clock had reached {@code stamp}, else of the next
-     * one: callers woken by one change share one read.
+     * The answer of a read sent once the clock had reached {@code stamp}: the last one answered or the one in flight
+     * if it was, else the next one. Callers woken by one change share one read, whenever they come to ask.
      */
     public CompletableFuture<T> sentSince(long stamp) {
-        lock.lock();
-        try {
-            if (inFlight != null && inFlightSentAt >= stamp) {
-                return inFlight;
-            }
-        } finally {
-            lock.unlock();
-        }
-        return next();
+        return join(stamp, true);
     }
 
     /** The answer of a read sent after this call: the one in flight is too old, so join or start the next. */
     public CompletableFuture<T> next() {
+        return join(0, false);
+    }
+
+    // One look under one lock: a caller that found the read in flight too old must not queue behind a newer one
+    // that another caller started meanwhile and that is recent enough for it.
+    private CompletableFuture<T> join(long stamp, boolean mayShare) {
         CompletableFuture<T> start;
         lock.lock();
         try {
+            if (mayShare && inFlight != null && inFlightSentAt >= stamp) {
+                return inFlight;
+            }
+            if (mayShare && answered != null && answeredSentAt >= stamp) {
+                return answered;
+            }
             if (inFlight != null) {
                 if (queued == null) {
                     queued = new CompletableFuture<>();
@@ -78,6 +84,10 @@ public final class SingleFlight<T> {
             CompletableFuture<T> following;
             lock.lock();
             try {
+                if (error == null) {
+                    answered = CompletableFuture.completedFuture(value);
+                    answeredSentAt = inFlightSentAt;
+                }
                 following = queued;
                 queued = null;
                 inFlight = following;
