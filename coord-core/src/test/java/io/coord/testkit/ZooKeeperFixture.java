@@ -34,6 +34,11 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  */
 public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
     public static final Duration SESSION_TIMEOUT = ZooKeeperEnsemble.DEFAULT_SESSION_TIMEOUT;
+    /**
+     * A session that outlives a server restart on a loaded machine: a client of one server waits 1 to 2 s between
+     * tries to reconnect, and Curator declares a session lost once it has been disconnected for its whole length.
+     */
+    public static final Duration OUTAGE_PROOF_SESSION = Duration.ofSeconds(15);
     // mntr's zk_watch_count is data plus child watches; wchs would count data watches only.
     private static final Pattern WATCH_COUNT = Pattern.compile("zk_watch_count\\s+(\\d+)");
     private static final AtomicInteger PATHS = new AtomicInteger();
@@ -122,6 +127,14 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
     public CuratorFramework newCustomClient(Consumer<CuratorFrameworkFactory.Builder> custom)
             throws InterruptedException {
         return ensemble.connect(unstartedClient(custom));
+    }
+
+    /**
+     * A started, connected client whose session outlives a server restart ({@link #OUTAGE_PROOF_SESSION}): for tests
+     * that need the same session after {@link #stopServer()} and {@link #restartServer()}.
+     */
+    public CuratorFramework newOutageProofClient() throws InterruptedException {
+        return newCustomClient(builder -> builder.sessionTimeoutMs((int) OUTAGE_PROOF_SESSION.toMillis()));
     }
 
     /**

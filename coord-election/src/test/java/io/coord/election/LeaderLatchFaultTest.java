@@ -93,7 +93,7 @@ class LeaderLatchFaultTest {
     @Test
     void droppedConnectionSuspendsLeadershipAndReconnectRestoresTheSameTerm() throws Exception {
         String path = ZooKeeperFixture.uniquePath("suspect");
-        LeaderLatch latch = new LeaderLatch(zk.newClient(), path, "only");
+        LeaderLatch latch = new LeaderLatch(zk.newOutageProofClient(), path, "only");
         TermRecorder recorder = new TermRecorder();
         latch.addListener(recorder, Runnable::run);
         latch.start();

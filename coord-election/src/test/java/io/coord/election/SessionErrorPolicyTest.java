@@ -37,7 +37,7 @@ class SessionErrorPolicyTest {
     @Test
     void latchKeepsLeadershipThroughSuspensionUnderSessionPolicy() throws Exception {
         String path = ZooKeeperFixture.uniquePath("latch-suspended");
-        CuratorFramework client = sessionPolicyClient();
+        CuratorFramework client = outageProofSessionPolicyClient();
         try {
             LeaderLatch latch = new LeaderLatch(client, path, "only");
             List<String> heard = new CopyOnWriteArrayList<>();
@@ -100,7 +100,7 @@ class SessionErrorPolicyTest {
     @Test
     void selectorKeepsLeadershipThroughSuspensionUnderSessionPolicy() throws Exception {
         String path = ZooKeeperFixture.uniquePath("selector-suspended");
-        CuratorFramework client = sessionPolicyClient();
+        CuratorFramework client = outageProofSessionPolicyClient();
         try {
             List<Lease> terms = new CopyOnWriteArrayList<>();
             CountDownLatch interrupted = new CountDownLatch(1);
@@ -152,9 +152,18 @@ class SessionErrorPolicyTest {
 
     /** A client like the fixture's, whose holds end only when its session is lost. */
     private static CuratorFramework sessionPolicyClient() throws InterruptedException {
+        return sessionPolicyClient(ZooKeeperFixture.SESSION_TIMEOUT);
+    }
+
+    /** One whose session outlives a server restart. */
+    private static CuratorFramework outageProofSessionPolicyClient() throws InterruptedException {
+        return sessionPolicyClient(ZooKeeperFixture.OUTAGE_PROOF_SESSION);
+    }
+
+    private static CuratorFramework sessionPolicyClient(Duration session) throws InterruptedException {
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(zk.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.SESSION_TIMEOUT.toMillis())
+                .sessionTimeoutMs((int) session.toMillis())
                 .connectionTimeoutMs(2_000)
                 .retryPolicy(new RetryNTimes(20, 100))
                 .ensembleTracker(false) // it keeps a config watch that would read as a leak

@@ -117,8 +117,8 @@ class FlightRecorderEventsTest {
 
     /** Nine acquisitions, six holds, a lease through a restart; one revoked by a delete, one lost by expiry. */
     private void runLocks(String path) throws Exception {
-        CuratorFramework one = zk.newClient();
-        CuratorFramework two = zk.newClient();
+        CuratorFramework one = zk.newOutageProofClient(); // both hold on to their sessions through the restart
+        CuratorFramework two = zk.newOutageProofClient();
         ReentrantMutex holder = new ReentrantMutex(one, path, "holder");
         ReentrantMutex waiter = new ReentrantMutex(two, path, "waiter");
 

@@ -140,7 +140,7 @@ class MutexFaultTest {
     @Test
     void droppedConnectionMakesTheLeaseSuspectThenHeldAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("suspect");
-        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        ReentrantMutex mutex = new ReentrantMutex(zk.newOutageProofClient(), path);
         mutex.acquire();
         Lease lease = mutex.lease();
         List<LeaseState> seen = new CopyOnWriteArrayList<>();
@@ -152,7 +152,8 @@ class MutexFaultTest {
         zk.restartServer();
         await().atMost(Duration.ofSeconds(20)).until(() -> lease.state() == LeaseState.HELD);
 
-        assertEquals(List.of(LeaseState.SUSPECT, LeaseState.HELD), seen);
+        // Listeners are told on another thread, after the state has changed.
+        await().untilAsserted(() -> assertEquals(List.of(LeaseState.SUSPECT, LeaseState.HELD), seen));
         assertTrue(mutex.isHeldByCurrentThread());
         mutex.release();
         assertEquals(LeaseState.RELEASED, lease.state());

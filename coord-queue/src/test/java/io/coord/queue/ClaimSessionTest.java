@@ -51,7 +51,7 @@ class ClaimSessionTest {
     @Test
     void claimSurvivesASameSessionReconnect() throws Exception {
         String path = ZooKeeperFixture.uniquePath("same-session");
-        CuratorFramework client = zk.newClient();
+        CuratorFramework client = zk.newOutageProofClient();
         DistributedQueue<String> queue = queue(client, path);
         queue.offer("x");
         Claim<String> claim = queue.claim(WAIT).orElseThrow();

@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
-import org.apache.curator.retry.RetryOneTime;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.junit.jupiter.api.Test;
@@ -38,7 +38,8 @@ class FaultsTest {
 
     @Test
     void aClientMovesOnWhenItsServerIsKilledAndTheServerComesBackWithItsData() throws Exception {
-        CuratorFramework client = zk.newClient();
+        // A session long enough to outlast an election, should the killed server be the leader.
+        CuratorFramework client = zk.newClient(b -> b.sessionTimeoutMs(15_000));
         List<ConnectionState> states = recordStates(client);
         long session = client.getZookeeperClient().getZooKeeper().getSessionId();
         client.create().forPath("/survives", "x".getBytes());
@@ -109,7 +110,7 @@ class FaultsTest {
     void aLostReplyMakesARetriedCreateMeetItsOwnNode() throws Exception {
         ZooKeeperProxy proxy = zk.proxy(zk.servers().get(0));
         CuratorFramework client =
-                zk.newClient(b -> b.connectString(proxy.connectString()).retryPolicy(new RetryOneTime(100)));
+                zk.newClient(b -> b.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(5, 100)));
 
         proxy.dropNextReply();
 
