@@ -7,8 +7,10 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.curator.RetryPolicy;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.AddWatchMode;
 import org.apache.zookeeper.AsyncCallback;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
@@ -31,11 +33,19 @@ final class FaultyHandle {
     private final AtomicInteger answeredMultis = new AtomicInteger();
     private final AtomicBoolean holdNextWatchRemoval = new AtomicBoolean();
     private final AtomicReference<Runnable> heldRemoval = new AtomicReference<>();
+    private final AtomicBoolean holdNextWatchAdd = new AtomicBoolean();
+    private final AtomicReference<Runnable> heldAdd = new AtomicReference<>();
+    private final AtomicInteger watchesAdded = new AtomicInteger();
     private final AtomicReference<Handle> handle = new AtomicReference<>();
 
     /** A started client on {@code zk} whose handles this one's faults apply to. */
     CuratorFramework client(ZooKeeperFixture zk) throws InterruptedException {
-        return zk.newCustomClient(b -> b.retryPolicy(new RetryNTimes(0, 0))
+        return client(zk, new RetryNTimes(0, 0));
+    }
+
+    /** The same, with a retry policy that lets Curator send a request again after a lost connection. */
+    CuratorFramework client(ZooKeeperFixture zk, RetryPolicy retries) throws InterruptedException {
+        return zk.newCustomClient(b -> b.retryPolicy(retries)
                 .zookeeperFactory((connect, timeout, watcher, readOnly) -> {
                     Handle made = new Handle(connect, timeout, watcher, readOnly);
                     handle.set(made);
@@ -87,6 +97,31 @@ final class FaultyHandle {
     void answerHeldRemovalWithLostConnection() {
         cutConnection();
         heldRemoval.getAndSet(null).run();
+    }
+
+    /**
+     * The next add of a persistent recursive watch (a view's) is held back, unsent, until
+     * {@link #answerHeldAddWithLostConnection}.
+     */
+    void holdNextWatchAdd() {
+        holdNextWatchAdd.set(true);
+    }
+
+    boolean addHeld() {
+        return heldAdd.get() != null;
+    }
+
+    /** Adds of persistent recursive watches the server answered OK, on any handle of the client. */
+    int watchesAdded() {
+        return watchesAdded.get();
+    }
+
+    /**
+     * Answers the held add as a lost connection answers it: a client whose policy allows it sends the add again, on
+     * whichever handle it has by then.
+     */
+    void answerHeldAddWithLostConnection() {
+        heldAdd.getAndSet(null).run();
     }
 
     private void cutConnection() {
@@ -149,6 +184,26 @@ final class FaultyHandle {
             }
             cutConnection();
             callback.processResult(Code.CONNECTIONLOSS.intValue(), null, ctx, null);
+        }
+
+        @Override
+        public void addWatch(
+                String path, Watcher watcher, AddWatchMode mode, AsyncCallback.VoidCallback callback, Object ctx) {
+            if (mode != AddWatchMode.PERSISTENT_RECURSIVE) {
+                super.addWatch(path, watcher, mode, callback, ctx);
+                return;
+            }
+            if (!holdNextWatchAdd.compareAndSet(true, false)) {
+                AsyncCallback.VoidCallback counted = (rc, p, c) -> {
+                    if (rc == Code.OK.intValue()) {
+                        watchesAdded.incrementAndGet();
+                    }
+                    callback.processResult(rc, p, c);
+                };
+                super.addWatch(path, watcher, mode, counted, ctx);
+                return;
+            }
+            heldAdd.set(() -> callback.processResult(Code.CONNECTIONLOSS.intValue(), path, ctx));
         }
 
         @Override

@@ -19,6 +19,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -74,6 +75,36 @@ class ViewFaultTest {
         pending.get(10, TimeUnit.SECONDS).close();
         await().until(() -> zk.ensemble().watchesUnder(path).isEmpty()); // its linger over, the view left
         client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aWatchAddTheEndedSessionNeverAnsweredIsDroppedOnTheNewSession() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-add-across-sessions");
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework client = faults.client(zk, new RetryNTimes(3, 100));
+        ZooKeeperFixture.lingerViews(client, Duration.ofMillis(200));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        mutex.acquire(); // counts the path: the next acquisition joins the view
+        mutex.release();
+
+        faults.holdNextWatchAdd();
+        CompletableFuture<Lease> pending = mutex.acquireAsync(); // waits for the view, whose add is unanswered
+        await().until(faults::addHeld);
+        pending.cancel(false); // the view is left with no member
+        await().until(() -> zk.ensemble().watchesUnder(path).isEmpty()
+                && mutex.participants().isEmpty());
+
+        // The session ends with the add unanswered; Curator then sends it again on the new session's handle, where
+        // it lands. The view, unused by now, must drop that watch when its linger ends.
+        int addedBefore = faults.watchesAdded();
+        zk.expireSession(client);
+        await().until(() -> client.getZookeeperClient().isConnected());
+        faults.answerHeldAddWithLostConnection();
+        await().until(() -> faults.watchesAdded() > addedBefore);
+
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> zk.ensemble().watchesUnder(path).isEmpty());
         zk.assertNoLeaks(path);
     }
 

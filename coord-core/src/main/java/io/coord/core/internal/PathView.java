@@ -37,7 +37,9 @@ import org.slf4j.LoggerFactory;
  *   <li>Events during a disconnection are lost. From the moment the connection drops until a read sent on the new
  *       connection has answered, the view is not {@linkplain #isLive live} and nothing is decided on it. The read
  *       replaces the view; events apply idempotently.
- *   <li>Session expiry takes the watch along: on the next session it is added again and the path read again.
+ *   <li>Session expiry takes the watch along: on the next session it is added again and the path read again. An add
+ *       the old session left unanswered is one Curator sends again on the new handle: the view waits for its answer
+ *       rather than forget a watch that may land on the new session and outlive every user.
  *   <li>Deleting the path (a reaped container) clears the view, and sequences start over when it is created again.
  *   <li>The server withholds events about nodes the client may not read. Creates are counted ({@link ViewNodes}), so
  *       a missed one is noticed; the readability of nodes listed by a read is checked before anyone waits on them.
@@ -420,7 +422,6 @@ final class PathView {
         watch = WatchState.ADDING;
         live = false;
         wantWatch = false;
-        long session = context.sessionId();
         Watcher watcher = event -> watched(gen, event);
         todo.add(() -> {
             try {
@@ -428,11 +429,11 @@ final class PathView {
                         .watchers()
                         .add()
                         .withMode(AddWatchMode.PERSISTENT_RECURSIVE)
-                        .inBackground((c, e) -> added(gen, session, Code.get(e.getResultCode())))
+                        .inBackground((c, e) -> added(gen, Code.get(e.getResultCode())))
                         .usingWatcher(watcher)
                         .forPath(path);
             } catch (Exception e) {
-                added(gen, session, Code.SYSTEMERROR);
+                added(gen, Code.SYSTEMERROR);
             }
         });
         if (!reading) {
@@ -440,7 +441,9 @@ final class PathView {
         }
     }
 
-    private void added(int gen, long session, Code rc) {
+    private void added(int gen, Code rc) {
+        // The session of the handle that answered: Curator may have sent the add again on a newer one.
+        long session = context.sessionId();
         act(todo -> {
             log.debug("{}: watch of generation {} added: {}", this, gen, rc);
             if (gen != generation || watch != WatchState.ADDING) {
@@ -478,8 +481,13 @@ final class PathView {
     /** After an add the client gave up on: add again if anything still wants the view. */
     private void addAgain() {
         act(todo -> {
-            if (watch == WatchState.NONE && unusable == null && !retired && users.wanted()) {
+            if (watch != WatchState.NONE || retired) {
+                return;
+            }
+            if (unusable == null && users.wanted()) {
                 add(todo);
+            } else if (users.expired()) {
+                retireOrDrop(todo); // its linger ran out while the add was in doubt
             }
         });
     }
@@ -539,6 +547,17 @@ final class PathView {
                     live = false;
                     sessionEnded = false;
                     if (retired) {
+                        return;
+                    }
+                    if (watch == WatchState.ADDING
+                            || (watch == WatchState.SET && watchSession == context.sessionId())) {
+                        // An add the ended session never answered is sent again by Curator on the new handle, or
+                        // fails: its watch, if it lands, is this session's, and its answer decides as any answer
+                        // does. Forgetting it would leave that watch on the server for as long as the client lives.
+                        // One that has landed there already only needs a read.
+                        if (watch == WatchState.SET && !reading) {
+                            read(todo);
+                        }
                         return;
                     }
                     // The watch died with the old session, and a drop in flight has nothing left to drop. Whatever
