@@ -3,6 +3,8 @@ package io.coord.core.internal;
 import java.util.List;
 import java.util.function.BiConsumer;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.ACLBackgroundPathAndBytesable;
+import org.apache.curator.framework.api.CreateModable;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
@@ -37,18 +39,13 @@ final class NodeCreator {
             throws Exception {
         if (count > 1) {
             createMany(client, path, name, data, count, makeParents, done);
-        } else if (makeParents) {
-            client.create()
-                    .creatingParentContainersIfNeeded()
-                    .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
-                    .inBackground((c, event) -> createdOne(event, done))
-                    .forPath(ZKPaths.makePath(path, name), data);
-        } else {
-            client.create()
-                    .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
-                    .inBackground((c, event) -> createdOne(event, done))
-                    .forPath(ZKPaths.makePath(path, name), data);
+            return;
         }
+        CreateModable<ACLBackgroundPathAndBytesable<String>> create =
+                makeParents ? client.create().creatingParentContainersIfNeeded() : client.create();
+        create.withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                .inBackground((c, event) -> createdOne(event, done))
+                .forPath(ZKPaths.makePath(path, name), data);
     }
 
     private static void createdOne(CuratorEvent event, BiConsumer<Code, Created> done) {
