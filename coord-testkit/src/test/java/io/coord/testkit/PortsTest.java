@@ -2,6 +2,7 @@ package io.coord.testkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.nio.file.Files;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -13,16 +14,23 @@ class PortsTest {
     void everyPortOfAnEnsembleIsItsOwn() throws Exception {
         for (int round = 0; round < 50; round++) {
             List<InstanceSpec> specs = ZooKeeperEnsemble.specs(5);
-            Set<Integer> ports = new HashSet<>();
-            for (InstanceSpec spec : specs) {
-                ports.add(spec.getPort());
-                ports.add(spec.getQuorumPort());
-                ports.add(spec.getElectionPort());
+            try {
+                Set<Integer> ports = new HashSet<>();
+                for (InstanceSpec spec : specs) {
+                    ports.add(spec.getPort());
+                    ports.add(spec.getQuorumPort());
+                    ports.add(spec.getElectionPort());
+                }
+                assertEquals(15, ports.size(), specs.toString());
+                assertEquals(
+                        List.of(1, 2, 3, 4, 5),
+                        specs.stream().map(InstanceSpec::getServerId).toList());
+            } finally {
+                // Each spec makes an empty data directory, which only a server that ran in it deletes on close.
+                for (InstanceSpec spec : specs) {
+                    Files.deleteIfExists(spec.getDataDirectory().toPath());
+                }
             }
-            assertEquals(15, ports.size(), specs.toString());
-            assertEquals(
-                    List.of(1, 2, 3, 4, 5),
-                    specs.stream().map(InstanceSpec::getServerId).toList());
         }
     }
 }
