@@ -4,10 +4,12 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.core.internal.ClientContext;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -15,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
@@ -106,6 +109,59 @@ class ViewFaultTest {
         await().atMost(Duration.ofSeconds(10))
                 .until(() -> zk.ensemble().watchesUnder(path).isEmpty());
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aWatchRemovalInDoubtOnTheNewSessionIsSentAgainWhenThatSessionIsHeardOfLate() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-drop-across-sessions");
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework client = faults.client(zk, new RetryNTimes(3, 100));
+        ZooKeeperFixture.lingerViews(client, Duration.ofMillis(200));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        mutex.acquire(); // counts the path: the next acquisition joins the view
+        mutex.release();
+        faults.holdNextWatchAdd();
+        CompletableFuture<Lease> pending = mutex.acquireAsync();
+        await().until(faults::addHeld);
+        pending.cancel(false);
+        await().until(() -> zk.ensemble().watchesUnder(path).isEmpty()
+                && mutex.participants().isEmpty());
+
+        // The client's listeners hear of the session's end, and so of the next session, only once the view has
+        // done all of this on the new handle: its add, sent again there, lands; unused, it lingers out and drops
+        // that watch; the drop is lost with the connection, which the client then sets the watch again on.
+        CountDownLatch endHeard = new CountDownLatch(1);
+        CountDownLatch goOn = new CountDownLatch(1);
+        List<ClientContext.SessionEvent> heard = new CopyOnWriteArrayList<>();
+        ClientContext.of(client).addSessionListener(event -> {
+            heard.add(event);
+            if (event == ClientContext.SessionEvent.SESSION_ENDED && endHeard.getCount() > 0) {
+                endHeard.countDown();
+                awaitQuietly(goOn);
+            }
+        });
+        faults.holdNextWatchRemoval();
+        zk.expireSession(client);
+        assertTrue(endHeard.await(10, TimeUnit.SECONDS));
+        await().until(() -> client.getZookeeperClient().isConnected());
+        faults.answerHeldAddWithLostConnection();
+        await().until(faults::removalHeld);
+        faults.answerHeldRemovalWithLostConnection();
+        goOn.countDown();
+
+        // Once back on the same session, the client has set the watch again: the view must have removed it.
+        await().until(() -> heard.contains(ClientContext.SessionEvent.RECONNECTED));
+        await().atMost(Duration.ofSeconds(10))
+                .until(() -> zk.ensemble().watchesUnder(path).isEmpty());
+        zk.assertNoLeaks(path);
+    }
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            latch.await(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     @Test

@@ -549,12 +549,13 @@ final class PathView {
                     if (retired) {
                         return;
                     }
-                    if (watch == WatchState.ADDING
-                            || (watch == WatchState.SET && watchSession == context.sessionId())) {
+                    boolean onThisSession = watch != WatchState.NONE && watchSession == context.sessionId();
+                    if (watch == WatchState.ADDING || onThisSession) {
                         // An add the ended session never answered is sent again by Curator on the new handle, or
                         // fails: its watch, if it lands, is this session's, and its answer decides as any answer
                         // does. Forgetting it would leave that watch on the server for as long as the client lives.
-                        // One that has landed there already only needs a read.
+                        // One that has landed there already only needs a read, and a drop of it sent on this
+                        // session is seen through as any drop is (one in doubt is sent again once connected).
                         if (watch == WatchState.SET && !reading) {
                             read(todo);
                         }
