@@ -160,7 +160,11 @@ final class ItemsWatch {
                         throw BackgroundRequests.failure("listing", layout.items(), code);
                     }
                     listedThrough.accumulateAndGet(asOf, Math::max);
-                    if (code == Code.OK && names.merge(event.getChildren(), context.sessionId())) {
+                    if (code == Code.OK
+                            && names.merge(
+                                    event.getChildren(),
+                                    context.sessionId(),
+                                    event.getStat().getCzxid())) {
                         signal.fire();
                     }
                     return code == Code.OK;

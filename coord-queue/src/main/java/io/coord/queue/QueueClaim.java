@@ -114,7 +114,7 @@ final class QueueClaim<T> implements Claim<T> {
         int markersMade = 0;
         while (true) {
             if (marker == null) {
-                return false; // the session ended: the claim died with it
+                return false; // the session ended, or the claim is gone
             }
             Slots.Outcome outcome = queue.slots.commit(
                     queue.slots.borrowFully(),
@@ -127,9 +127,7 @@ final class QueueClaim<T> implements Claim<T> {
                 return true;
             }
             if (outcome.failedOp() == 0 && markersMade < MAX_MARKERS && queue.context.sessionId() == session) {
-                // The marker is gone but not its session, so the claim lives on: a new marker proves it as well.
-                queue.marker.gone(session, marker);
-                marker = queue.marker.of(session);
+                marker = markerAgain(marker);
                 markersMade++;
                 continue;
             }
@@ -146,6 +144,21 @@ final class QueueClaim<T> implements Claim<T> {
             // The reply was lost and nothing landed: send again while the claim's session lives.
             marker = queue.marker.existing(session);
         }
+    }
+
+    /**
+     * The marker at {@code lost} is gone but not its session: a new one, or null if the claim is gone too. The claim
+     * lives on unless the queue was reset by hand, which deletes markers and claims alike, and then the same name may
+     * stand for a new item that another consumer claims: the claim node must still be ours before a new marker
+     * proves it.
+     */
+    private String markerAgain(String lost) {
+        queue.marker.gone(session, lost);
+        if (queue.claimOwner(queue.layout.claim(name)) != session) {
+            queue.items.released(name, session);
+            return null;
+        }
+        return queue.marker.of(session);
     }
 
     /**
@@ -188,10 +201,8 @@ final class QueueClaim<T> implements Claim<T> {
                     return; // the claim died with its session
                 }
                 if (outcome.failedOp() == 0 && outcome.code() == Code.NONODE && markersMade < MAX_MARKERS) {
-                    // The marker is gone but not its session, so the claim lives on: a new marker proves it as well.
                     answered.complete(null);
-                    queue.marker.gone(session, marker);
-                    marker = queue.marker.of(session);
+                    marker = markerAgain(marker);
                     markersMade++;
                 } else if (outcome.failedOp() == -1) {
                     marker = queue.marker.existing(session); // it never landed: send it again

@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
@@ -332,7 +331,8 @@ final class QueueConsumer<T> {
             }
             return;
         }
-        long owner = outcome.reply() != null && queue.context.sessionId() == session ? session : ownerOf(claimPath);
+        long owner =
+                outcome.reply() != null && queue.context.sessionId() == session ? session : queue.claimOwner(claimPath);
         if (owner == 0 || owner != queue.context.sessionId()) {
             queue.items.putBack(name); // the claim died with its session before it could be used
             return;
@@ -400,19 +400,6 @@ final class QueueConsumer<T> {
                         queue.items.claimGone(name); // gone already, or unknown: the next attempt finds out
                     }
                 });
-    }
-
-    /**
-     * The session that owns a claim node, or 0 if it is gone. A lost answer is asked again once connected, since a
-     * claim of ours may live on; if the session changes meanwhile, a claim that landed before died with it.
-     */
-    private long ownerOf(String claimPath) {
-        CuratorEvent event = BackgroundRequests.finish(
-                queue.context,
-                queue.context.sessionId(),
-                claimPath,
-                cb -> queue.context.client().checkExists().inBackground(cb).forPath(claimPath));
-        return BackgroundRequests.code(event) == Code.OK ? event.getStat().getEphemeralOwner() : 0;
     }
 
     /** Reads the children for a consumer; false if the deadline passed first. */

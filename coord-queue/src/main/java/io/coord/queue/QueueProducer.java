@@ -230,7 +230,11 @@ final class QueueProducer {
             throws InterruptedException, TimeoutException {
         if (outcome.landed()) {
             if (outcome.reply() != null) {
-                queue.wrote(lastSequence(outcome.reply().getOpResults(), creates));
+                List<CuratorTransactionResult> results = outcome.reply().getOpResults();
+                // The slot's setData comes first, and its Stat tells when the transaction was applied.
+                queue.wrote(
+                        lastSequence(results, creates),
+                        results.get(0).getResultStat().getMzxid());
             }
             return true;
         }
@@ -269,7 +273,7 @@ final class QueueProducer {
     }
 
     private static long lastSequence(List<CuratorTransactionResult> results, int creates) {
-        String path = results.get(creates).getResultPath(); // the slot's result comes first
+        String path = results.get(creates).getResultPath();
         return Layout.node(path.substring(path.lastIndexOf('/') + 1)).sequence();
     }
 

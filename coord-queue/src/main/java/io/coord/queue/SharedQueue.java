@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.data.Stat;
 
@@ -27,8 +28,11 @@ final class SharedQueue {
     /** The Stat of the items parent (null if it does not exist yet): numChildren is the size. */
     final SingleFlight<Stat> counts;
 
-    /** At most {@code count} items were in the queue once {@code created} items had ever been created in it. */
-    private record Known(int count, long created) {}
+    /**
+     * At most {@code count} items were in the queue once {@code created} items had ever been created in it, as of the
+     * change to its children with {@code zxid}.
+     */
+    private record Known(int count, long created, long zxid) {}
 
     private final AtomicReference<Known> known = new AtomicReference<>();
 
@@ -70,20 +74,39 @@ final class SharedQueue {
     /** A fresh count. ZooKeeper numbers sequential children by creates alone, while cversion counts deletes too. */
     void counted(Stat parent) {
         long created = (parent.getCversion() + parent.getNumChildren()) / 2;
-        learn(new Known(parent.getNumChildren(), created));
+        Known counted = new Known(parent.getNumChildren(), created, parent.getPzxid());
+        known.accumulateAndGet(counted, (old, now) -> old == null || now.zxid() >= old.zxid() ? now : old);
     }
 
-    /** Our write created items up to {@code lastSequence}: everyone's creates since the last count are now known. */
-    void wrote(long lastSequence) {
-        Known k = known.get();
-        if (k != null && lastSequence + 1 > k.created()) {
-            learn(new Known(
-                    (int) Math.min(Integer.MAX_VALUE, k.count() + lastSequence + 1 - k.created()), lastSequence + 1));
-        }
+    /**
+     * Our write, applied at {@code zxid}, created items up to {@code lastSequence}: everyone's creates since the last
+     * count are now known. A write applied after the count whose sequence does not go past it was numbered by a new
+     * items parent, made again since the count (by hand: the queue never deletes it): what the count said is void.
+     */
+    void wrote(long lastSequence, long zxid) {
+        known.updateAndGet(k -> {
+            if (k == null || zxid <= k.zxid()) {
+                return k; // no count yet, or one read after this write, which it includes
+            }
+            if (lastSequence + 1 <= k.created()) {
+                return null;
+            }
+            long count = k.count() + lastSequence + 1 - k.created();
+            return new Known((int) Math.min(Integer.MAX_VALUE, count), lastSequence + 1, zxid);
+        });
     }
 
-    private void learn(Known next) {
-        known.accumulateAndGet(next, (old, now) -> old == null || now.created() >= old.created() ? now : old);
+    /**
+     * The session that owns a claim node, or 0 if it is gone. A lost answer is asked again once connected, since a
+     * claim of ours may live on; if the session changes meanwhile, a claim that landed before died with it.
+     */
+    long claimOwner(String claimPath) {
+        CuratorEvent event = BackgroundRequests.finish(
+                context,
+                context.sessionId(),
+                claimPath,
+                cb -> context.client().checkExists().inBackground(cb).forPath(claimPath));
+        return BackgroundRequests.code(event) == Code.OK ? event.getStat().getEphemeralOwner() : 0;
     }
 
     /** On Curator's listener thread: only flips local state and wakes waiters, never blocks. */

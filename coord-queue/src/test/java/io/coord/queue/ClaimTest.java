@@ -182,6 +182,49 @@ class ClaimTest {
     }
 
     @Test
+    void aClaimHeldAcrossAResetByHandNeverRemovesTheNewItemOfTheSameName() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("claim-across-reset");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        queue.offer("old");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+
+        // The reset deletes the claim and the session marker with the item; the new parent numbers from zero
+        // again, and another consumer claims the new item, which has the old one's name.
+        zk.newClient().delete().deletingChildrenIfNeeded().forPath(path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        other.offer("new");
+        Claim<String> othersClaim = other.claim(WAIT).orElseThrow();
+        assertEquals("new", othersClaim.item());
+
+        assertFalse(claim.ack(), "the claim went with the reset");
+        claim.close();
+        assertTrue(othersClaim.ack());
+        assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aClaimClosedAfterAResetByHandNeverReleasesTheNewItemOfTheSameName() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("release-across-reset");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("old");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+
+        zk.newClient().delete().deletingChildrenIfNeeded().forPath(path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        other.offer("new");
+        Claim<String> othersClaim = other.claim(WAIT).orElseThrow();
+
+        claim.close();
+        NameCache names = SharedQueue.of(ClientContext.of(client), path).items.names();
+        await().alias("the release is over: the name is back in play").until(() -> names.head() != null);
+        assertTrue(othersClaim.ack(), "the other consumer's claim is still there");
+        assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aReleaseWhoseReplyWasLostNeverDeletesAClaimMadeSince() throws Exception {
         String path = ZooKeeperFixture.uniquePath("release-replay");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));

@@ -88,6 +88,56 @@ class QueueFaultTest {
     }
 
     @Test
+    void aConsumerHandsOutTheItemsOfAQueueWhosePathWasDeletedAndMadeAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("made-again");
+        CuratorFramework admin = zk.newClient();
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        for (int i = 0; i < 3; i++) {
+            assertTrue(queue.offer("old-" + i));
+        }
+        for (int i = 0; i < 3; i++) {
+            assertEquals("old-" + i, queue.poll()); // from the names read with the first: no read after the last
+        }
+
+        // Reset by hand: the new items parent numbers from zero again, so the new items have the names of those the
+        // consumer has just seen go.
+        admin.delete().deletingChildrenIfNeeded().forPath(path);
+        assertTrue(queue.offer("new-0"));
+        assertTrue(queue.offer("new-1"));
+        assertEquals("new-0", queue.poll(Duration.ofSeconds(5)));
+        assertEquals("new-1", queue.poll(Duration.ofSeconds(5)));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aProducerKeepsToTheCapacityOfAQueueWhosePathWasDeletedAndMadeAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("made-again-bounded");
+        CuratorFramework admin = zk.newClient();
+        DistributedQueue<String> queue = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.utf8())
+                .capacity(3)
+                .build();
+        for (int i = 0; i < 3; i++) {
+            assertTrue(queue.offer("old-" + i));
+        }
+        drain(queue);
+        assertTrue(queue.offer("old-3")); // counts the queue: empty, after three items
+        drain(queue);
+
+        // The producer knows of one item after four; the new parent numbers from zero again.
+        admin.delete().deletingChildrenIfNeeded().forPath(path);
+        int accepted = 0;
+        for (int i = 0; i < 6; i++) {
+            if (queue.offer("new-" + i)) {
+                accepted++;
+            }
+        }
+        assertEquals(3, accepted);
+        assertEquals(3, queue.size());
+        drain(queue);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void itemThatCannotBeDeserializedStaysInPlace() throws Exception {
         String path = ZooKeeperFixture.uniquePath("poison");
         CuratorFramework client = zk.newClient();
