@@ -11,20 +11,35 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.curator.framework.CuratorFramework;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** Session expiry and connection loss under a leading latch. */
+@ParameterizedClass(name = "{0}")
+@EnumSource(EngineMode.class)
 @Timeout(60)
 class LeaderLatchFaultTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Parameter
+    EngineMode mode;
+
+    @BeforeEach
+    void useMode() {
+        zk.mode(mode);
+    }
 
     @Test
     void expiredLeaderStepsDownAndTheNextLeadsWithAHigherEpoch() throws Exception {

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,15 +20,29 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** Terms, requeueing, interruption and leaving, against one embedded server. */
+@ParameterizedClass(name = "{0}")
+@EnumSource(EngineMode.class)
 @Timeout(60)
 class LeaderSelectorTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Parameter
+    EngineMode mode;
+
+    @BeforeEach
+    void useMode() {
+        zk.mode(mode);
+    }
 
     @Test
     void fiveAutoRequeueingSelectorsEachLeadOncePerRoundAndNeverTogether() throws Exception {

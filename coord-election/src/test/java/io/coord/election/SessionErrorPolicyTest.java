@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
@@ -20,19 +21,33 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.state.SessionConnectionStateErrorPolicy;
 import org.apache.curator.retry.RetryNTimes;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Leadership under Curator's {@code SessionConnectionStateErrorPolicy}: it lasts through a suspended connection and
  * ends only when the session is lost. The standard policy's behaviour is covered by {@link LeaderLatchFaultTest} and
  * {@link LeaderSelectorTest}.
  */
+@ParameterizedClass(name = "{0}")
+@EnumSource(EngineMode.class)
 @Timeout(60)
 class SessionErrorPolicyTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Parameter
+    EngineMode mode;
+
+    @BeforeEach
+    void useMode() {
+        zk.mode(mode);
+    }
 
     @Test
     void latchKeepsLeadershipThroughSuspensionUnderSessionPolicy() throws Exception {
@@ -169,6 +184,7 @@ class SessionErrorPolicyTest {
                 .ensembleTracker(false) // it keeps a config watch that would read as a leak
                 .connectionStateErrorPolicy(new SessionConnectionStateErrorPolicy())
                 .build();
+        zk.mode().apply(client);
         client.start();
         if (!client.blockUntilConnected(10, TimeUnit.SECONDS)) {
             client.close();

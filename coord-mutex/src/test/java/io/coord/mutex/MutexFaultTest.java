@@ -223,6 +223,30 @@ class MutexFaultTest {
     }
 
     @Test
+    void anAcquisitionCancelledWhileItsCreateIsInDoubtLeavesNoNode() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("cancelled-in-doubt");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework client = faults.client(zk);
+        ReentrantMutex waiter = new ReentrantMutex(client, path);
+
+        // The create is applied but its reply is lost with the connection; the caller gives up before it is back.
+        faults.loseNextLockCreateReply();
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        pending.cancel(false);
+
+        await().alias("the cancelled attempt's node was found and deleted")
+                .until(() -> holder.participants().size() == 1);
+        held.close();
+        waiter.acquire(); // the waiter's client still works
+        waiter.release();
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void closingTheClientFailsAPendingAcquisition() throws Exception {
         String path = ZooKeeperFixture.uniquePath("closed");
         ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
