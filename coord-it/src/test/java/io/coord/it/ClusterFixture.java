@@ -39,6 +39,7 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
     @Override
     public void afterEach(ExtensionContext context) {
         closeClients();
+        mode(EngineMode.VIEW); // the default again, for the next test of the class that does not choose
     }
 
     @Override

@@ -11,6 +11,7 @@ import io.coord.election.LeaderLatch;
 import io.coord.election.LeaderListener;
 import io.coord.it.ExclusionChecker.Holder;
 import io.coord.it.ExclusionChecker.Mode;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,6 +35,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * One valid leader at a time, rising epochs and a settled outcome for {@link LeaderLatch} sharing an election with
@@ -69,9 +72,12 @@ class ElectionSafetyIT {
         stepDowns.shutdownNow();
     }
 
-    @Test
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(EngineMode.class)
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
-    void oneValidLeaderWithRisingEpochsWhileServersDieAndSessionsExpire(TestReporter report) throws Exception {
+    void oneValidLeaderWithRisingEpochsWhileServersDieAndSessionsExpire(EngineMode mode, TestReporter report)
+            throws Exception {
+        cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("election-safety");
         ChaosRun run = new ChaosRun(cluster, timeline, RUN);
         // A leader holds for long, so it is often the one whose session the servers end before it hears so. The
