@@ -107,6 +107,57 @@ class LeaderLatchTest {
     }
 
     @Test
+    void aLeaderThatClosesItsLatchFromItsOwnListenerHandsOver() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("close-in-listener");
+        LeaderLatch first = new LeaderLatch(zk.newClient(), path, "first");
+        LeaderLatch second = new LeaderLatch(zk.newClient(), path, "second");
+        List<String> heard = new CopyOnWriteArrayList<>();
+        LeaderListener recording = recorder("first", heard);
+        first.addListener(
+                new LeaderListener() {
+                    @Override
+                    public void isLeader(Lease term) {
+                        recording.isLeader(term);
+                        first.close(); // on the thread that delivers the news, which runs listeners in order
+                    }
+
+                    @Override
+                    public void notLeader() {
+                        recording.notLeader();
+                    }
+                },
+                Runnable::run);
+        first.start();
+        await().until(() -> heard.size() == 2);
+        assertEquals(List.of("first isLeader", "first notLeader"), heard);
+
+        second.start();
+        assertTrue(second.await(Duration.ofSeconds(10)));
+        assertEquals(List.of("first isLeader", "first notLeader"), heard, "nothing more for a closed latch");
+        second.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLatchStartedWhileTheServerIsDownLeadsOnceItIsBack() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("start-offline");
+        LeaderLatch latch = new LeaderLatch(zk.newOutageProofClient(), path, "only");
+        List<String> heard = new CopyOnWriteArrayList<>();
+        latch.addListener(recorder("only", heard), Runnable::run);
+        zk.stopServer();
+        try {
+            latch.start();
+            assertFalse(latch.hasLeadership());
+        } finally {
+            zk.restartServer();
+        }
+        assertTrue(latch.await(Duration.ofSeconds(20)));
+        assertEquals(List.of("only isLeader"), heard);
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void closingWhileWaitingLeavesNoZnode() throws Exception {
         String path = ZooKeeperFixture.uniquePath("leave");
         LeaderLatch leader = new LeaderLatch(zk.newClient(), path, "leader");

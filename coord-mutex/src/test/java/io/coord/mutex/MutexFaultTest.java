@@ -3,6 +3,7 @@ package io.coord.mutex;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,6 +12,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -244,6 +246,28 @@ class MutexFaultTest {
         waiter.release();
         client.close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void anAcquisitionZooKeeperRefusesFailsOnceAndNothingAsksAgainForIt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("refused");
+        CuratorFramework alice =
+                zk.newCustomClient(b -> b.authorization("digest", "alice:secret".getBytes(StandardCharsets.UTF_8))
+                        .aclProvider(MutexViewTest.creatorOnly()));
+        alice.create().creatingParentsIfNeeded().forPath(path); // nobody else may list it or create under it
+        RequestCounter counter = new RequestCounter();
+        ReentrantMutex bob = new ReentrantMutex(zk.newClient(counter), path);
+
+        ExecutionException refused =
+                assertThrows(ExecutionException.class, () -> bob.acquireAsync().get(10, TimeUnit.SECONDS));
+        assertInstanceOf(
+                KeeperException.NoAuthException.class, refused.getCause().getCause());
+        // A refusal is final: what goes on in the background on its behalf (a sweep for strays, a read to count the
+        // path) is asked once, not again and again.
+        int sent = counter.count(path);
+        await().during(Duration.ofMillis(500))
+                .atMost(Duration.ofSeconds(5))
+                .until(() -> counter.count(path) <= sent + 4);
     }
 
     @Test

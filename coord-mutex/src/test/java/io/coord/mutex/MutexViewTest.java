@@ -289,7 +289,8 @@ class MutexViewTest {
 
     /** Every permission for the creator's authenticated ids, none for anybody else. */
     static ACLProvider creatorOnly() {
-        List<ACL> creatorOnly = List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", "")));
+        // A list that may be asked whether it holds null, as ZooKeeper's synchronous create does.
+        List<ACL> creatorOnly = new ArrayList<>(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))));
         return new ACLProvider() {
             @Override
             public List<ACL> getDefaultAcl() {

@@ -17,6 +17,8 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What the contenders of one client on one path share: children reads, and the deletions any of them has seen.
@@ -33,6 +35,8 @@ import org.apache.zookeeper.WatchedEvent;
  * nothing on the server; the server's one-shot watch fires once more at most, into no subscriber.
  */
 final class SharedPath {
+    private static final Logger log = LoggerFactory.getLogger(SharedPath.class);
+
     private static final SequenceNode[] EMPTY = new SequenceNode[0];
 
     private final ClientContext context;
@@ -100,7 +104,8 @@ final class SharedPath {
      * Deletes every child whose name starts with one of {@code prefixes} ({@code _c_<uuid>-}), as a read sent after
      * this call lists them. A create whose reply was lost to a dropped connection is sent again by Curator, and the
      * first copy then exists without its owner knowing the name: only a read finds it. Sweeps ride on the shared
-     * read, so a burst of withdrawals costs a few reads, not one each. Retried on the next connection on failure.
+     * read, so a burst of withdrawals costs a few reads, not one each. A read lost with the connection is sent again
+     * once connected; one the server refuses is not.
      */
     void sweep(Collection<String> prefixes) {
         if (prefixes.isEmpty() || context.isClosed()) {
@@ -134,7 +139,13 @@ final class SharedPath {
             lock.unlock();
         }
         if (error != null) {
-            context.whenConnected(() -> sweep(batch));
+            if (ResultCodes.isInDoubt(error)) {
+                context.whenConnected(() -> sweep(batch));
+            } else {
+                // Refused (this client may not list the path) or closed: asking again would only be refused again.
+                // What a sweep would have found is ephemeral and ends with the session at the latest.
+                log.debug("strays of {} under {} left to the session's end: {}", batch, path, error.toString());
+            }
             return;
         }
         for (SequenceNode node : nodes) {
