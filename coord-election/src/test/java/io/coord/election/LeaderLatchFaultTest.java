@@ -3,6 +3,7 @@ package io.coord.election;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -13,10 +14,16 @@ import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -165,5 +172,35 @@ class LeaderLatchFaultTest {
         public void notLeader() {
             events.add("notLeader");
         }
+    }
+
+    @Test
+    void candidatesZooKeeperRefusesLeaveTheElectionAndSayWhy() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("refused");
+        List<ACL> creatorOnly = new ArrayList<>(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))));
+        CuratorFramework owner =
+                zk.newCustomClient(b -> b.authorization("digest", "owner:secret".getBytes(StandardCharsets.UTF_8)));
+        owner.create().creatingParentsIfNeeded().withACL(creatorOnly).forPath(path);
+        CuratorFramework client = zk.newClient();
+
+        LeaderLatch latch = new LeaderLatch(client, path, "latch");
+        latch.start();
+        CoordinationException refused =
+                assertThrows(CoordinationException.class, () -> latch.await(Duration.ofSeconds(10)));
+        assertEquals(
+                "LeaderLatch[" + path + ", id=latch] left the election: " + refused.getCause(), refused.getMessage());
+        assertInstanceOf(
+                KeeperException.NoAuthException.class, refused.getCause().getCause());
+        assertFalse(latch.hasLeadership());
+        latch.close();
+
+        // A selector that requeues after each term is not queued again after a refusal, which would only be refused
+        // again: it is out of the election, where requeue() finds it.
+        LeaderSelector selector = new LeaderSelector(client, path, "selector", term -> {});
+        selector.autoRequeue();
+        selector.start();
+        await().until(selector::requeue);
+        assertFalse(selector.hasLeadership());
+        selector.close();
     }
 }
