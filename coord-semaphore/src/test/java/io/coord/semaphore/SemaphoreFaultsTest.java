@@ -7,9 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.core.Participant;
 import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.EngineMode;
@@ -17,6 +20,7 @@ import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -52,6 +56,35 @@ class SemaphoreFaultsTest {
     @BeforeEach
     void useMode() {
         zk.mode(mode);
+    }
+
+    @Test
+    void aWaiterOneOfWhoseNodesSomebodyElseDeletesQueuesAgainThroughTheView() throws Exception {
+        // Without a view a waiter learns of its nodes' fate from its session alone (see README).
+        assumeTrue(mode == EngineMode.VIEW, "the view is what hears the deletion");
+        String path = ZooKeeperFixture.uniquePath("waiter-node-deleted");
+        DistributedSemaphore holder = new DistributedSemaphore(zk.newClient(), path, 4);
+        DistributedSemaphore waiter = new DistributedSemaphore(zk.newClient(), path, 4);
+        waiter.acquire(1).close(); // counts the path: the next acquisition decides on the view
+        Lease held = holder.acquire(4);
+        List<Participant> holders = holder.participants();
+        CompletableFuture<Lease> pending = waiter.acquireAsync(3);
+        await().until(() -> holder.participants().size() == 7);
+
+        Participant victim = holder.participants().stream()
+                .filter(p -> !holders.contains(p))
+                .findFirst()
+                .orElseThrow();
+        zk.newClient().delete().forPath(path + "/" + victim.nodeName()); // by hand, or by a forced revocation
+        held.close();
+
+        Lease granted = pending.get(10, TimeUnit.SECONDS);
+        assertEquals(LeaseState.HELD, granted.state());
+        await().until(() -> holder.participants().size() == 3); // the other two nodes of the first try are gone
+        assertFalse(holder.tryAcquire(2, Duration.ZERO).isPresent(), "3 of 4 permits are held");
+        granted.close();
+        holder.acquire(4).close();
+        zk.assertNoLeaks(path);
     }
 
     @Test
