@@ -34,6 +34,12 @@ final class ChaosRun {
     static final Duration STALL_LIMIT =
             ClusterFixture.SESSION_TIMEOUT.multipliedBy(2).plusSeconds(2);
 
+    /**
+     * How long the faults go on in a safety run of each engine mode: long enough for some twenty faults, each kind
+     * at least once (see {@link Chaos}), short enough for the suite to run every safety check in both modes.
+     */
+    static final Duration LENGTH = Duration.ofSeconds(20);
+
     // Room for the workers' last acquisitions, and for the restart of a server killed just before the end.
     private static final Duration GRACE = Duration.ofSeconds(30);
 

@@ -46,7 +46,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 class ElectionSafetyIT {
     private static final int COORD_PARTICIPANTS = 5;
     private static final int CURATOR_PARTICIPANTS = 2;
-    private static final Duration RUN = Duration.ofSeconds(30);
     private static final Mode TERM = Mode.exclusive("leader");
     // A leader leads this long, at random, before it steps down by itself.
     private static final int MIN_TERM_MILLIS = 150;
@@ -79,7 +78,7 @@ class ElectionSafetyIT {
             throws Exception {
         cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("election-safety");
-        ChaosRun run = new ChaosRun(cluster, timeline, RUN);
+        ChaosRun run = new ChaosRun(cluster, timeline, ChaosRun.LENGTH);
         // A leader holds for long, so it is often the one whose session the servers end before it hears so. The
         // referee, whose client is no target of the faults, tells such a stale leader from a second true one.
         checker = new ExclusionChecker(

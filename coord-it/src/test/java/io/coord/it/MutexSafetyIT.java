@@ -23,7 +23,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 class MutexSafetyIT {
     private static final int CLIENTS = 5;
     private static final int THREADS_PER_CLIENT = 2;
-    private static final Duration RUN = Duration.ofSeconds(30);
     private static final int MAX_TURNS_PER_WORKER = 5_000;
     private static final Duration ACQUIRE_TIMEOUT = Duration.ofSeconds(5);
     private static final long WORK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
@@ -40,7 +39,7 @@ class MutexSafetyIT {
             throws Exception {
         cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("mutex-safety");
-        ChaosRun run = new ChaosRun(cluster, timeline, RUN);
+        ChaosRun run = new ChaosRun(cluster, timeline, ChaosRun.LENGTH);
         // The referee's client is no target of the faults.
         ExclusionChecker checker = new ExclusionChecker(
                 timeline, Integer.MAX_VALUE, StaleHolders.Referee.readingThrough(cluster.newClient()));

@@ -27,7 +27,6 @@ class ReadWriteSafetyIT {
     private static final int CLIENTS = 4;
     private static final int THREADS_PER_CLIENT = 3;
     private static final double WRITE_SHARE = 0.2;
-    private static final Duration RUN = Duration.ofSeconds(30);
     private static final int MAX_TURNS_PER_WORKER = 5_000;
     private static final Duration ACQUIRE_TIMEOUT = Duration.ofSeconds(5);
     // Readers linger a little longer than writers, so that readers granted together are seen together.
@@ -48,7 +47,7 @@ class ReadWriteSafetyIT {
             throws Exception {
         cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("rwlock-safety");
-        ChaosRun run = new ChaosRun(cluster, timeline, RUN);
+        ChaosRun run = new ChaosRun(cluster, timeline, ChaosRun.LENGTH);
         // The referee's client is no target of the faults.
         ExclusionChecker checker = new ExclusionChecker(
                 timeline, Integer.MAX_VALUE, StaleHolders.Referee.readingThrough(cluster.newClient()));

@@ -28,7 +28,6 @@ class SemaphoreSafetyIT {
     private static final int MAX_LEASES = 3;
     private static final int CLIENTS = 4;
     private static final int THREADS_PER_CLIENT = 3;
-    private static final Duration RUN = Duration.ofSeconds(30);
     private static final int MAX_TURNS_PER_WORKER = 5_000;
     private static final Duration ACQUIRE_TIMEOUT = Duration.ofSeconds(5);
     private static final long WORK_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
@@ -49,7 +48,7 @@ class SemaphoreSafetyIT {
             EngineMode mode, TestReporter report) throws Exception {
         cluster.mode(mode);
         String path = ZooKeeperFixture.uniquePath("semaphore-safety");
-        ChaosRun run = new ChaosRun(cluster, timeline, RUN);
+        ChaosRun run = new ChaosRun(cluster, timeline, ChaosRun.LENGTH);
         // The referee's client is no target of the faults.
         ExclusionChecker checker =
                 new ExclusionChecker(timeline, MAX_LEASES, StaleHolders.Referee.readingThrough(cluster.newClient()));
