@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
@@ -36,6 +37,7 @@ import org.slf4j.LoggerFactory;
  */
 final class SharedPath {
     private static final Logger log = LoggerFactory.getLogger(SharedPath.class);
+    private static final long SWEEP_RETRY_MILLIS = 1_000;
 
     private static final SequenceNode[] EMPTY = new SequenceNode[0];
 
@@ -105,7 +107,7 @@ final class SharedPath {
      * this call lists them. A create whose reply was lost to a dropped connection is sent again by Curator, and the
      * first copy then exists without its owner knowing the name: only a read finds it. Sweeps ride on the shared
      * read, so a burst of withdrawals costs a few reads, not one each. A read lost with the connection is sent again
-     * once connected; one the server refuses is not.
+     * once connected, one refused for now a while later, and one refused for good (no permission) not at all.
      */
     void sweep(Collection<String> prefixes) {
         if (prefixes.isEmpty() || context.isClosed()) {
@@ -139,12 +141,19 @@ final class SharedPath {
             lock.unlock();
         }
         if (error != null) {
+            Throwable cause = ResultCodes.unwrap(error);
             if (ResultCodes.isInDoubt(error)) {
                 context.whenConnected(() -> sweep(batch));
+            } else if (context.isClosed()
+                    || (cause instanceof KeeperException ke && ke.code() == KeeperException.Code.NOAUTH)) {
+                // Asking again would only be refused again. What a sweep would find is ephemeral: it ends with the
+                // session at the latest (and a client that may not list the path was refused its create as well).
+                log.debug("strays of {} under {} left to the session's end: {}", batch, path, cause.toString());
             } else {
-                // Refused (this client may not list the path) or closed: asking again would only be refused again.
-                // What a sweep would have found is ephemeral and ends with the session at the latest.
-                log.debug("strays of {} under {} left to the session's end: {}", batch, path, error.toString());
+                // Refused for now (a server that throttles, say): a stray at the head of the queue would hold up
+                // everyone behind it, so ask again in a while, not at once.
+                log.warn("sweeping {} for strays failed, trying again in {} ms: {}", path, SWEEP_RETRY_MILLIS, cause);
+                Executors.TIMER.schedule(() -> sweep(batch), SWEEP_RETRY_MILLIS, TimeUnit.MILLISECONDS);
             }
             return;
         }
