@@ -20,6 +20,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -131,6 +132,43 @@ class LeaderSelectorTest {
         selector.close();
         await().until(() -> !selector.hasLeadership());
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLeaderWhoseSessionExpiresIsInterruptedAndRequeuesOnItsNewSession() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("expired");
+        List<String> terms = new CopyOnWriteArrayList<>();
+        List<Long> tokens = new CopyOnWriteArrayList<>();
+        CuratorFramework firstClient = zk.newClient();
+        LeaderSelector first = recordingSelector(firstClient, path, "first", terms, tokens);
+        LeaderSelector second = recordingSelector(zk.newClient(), path, "second", terms, tokens);
+        first.autoRequeue();
+        first.start();
+        await().until(first::hasLeadership);
+        second.start();
+        await().until(() -> first.participants().size() == 2);
+
+        zk.expireSession(firstClient);
+        await().until(second::hasLeadership);
+        assertFalse(first.hasLeadership());
+        await().alias("the expired leader queued again on its new session")
+                .until(() -> ids(second).equals(List.of("second", "first")));
+
+        second.close();
+        await().until(first::hasLeadership);
+        assertEquals(List.of("first", "second", "first"), terms);
+        assertTrue(tokens.get(0) < tokens.get(1) && tokens.get(1) < tokens.get(2), tokens.toString());
+        first.close();
+        zk.assertNoLeaks(path);
+    }
+
+    private static LeaderSelector recordingSelector(
+            CuratorFramework client, String path, String id, List<String> terms, List<Long> tokens) {
+        return new LeaderSelector(client, path, id, term -> {
+            terms.add(id);
+            tokens.add(term.fencingToken());
+            leadUntilInterrupted(term);
+        });
     }
 
     @Test
