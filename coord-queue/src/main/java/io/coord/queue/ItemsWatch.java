@@ -39,10 +39,15 @@ final class ItemsWatch {
     private final Watcher itemsWatcher = this::itemsChanged;
     private final Watcher claimsWatcher = this::claimChanged;
     private final ParentWatch watch;
+    // The creation zxid of the items parent as the last children read found it, 0 before one found it.
+    private final AtomicLong parentMade = new AtomicLong();
+    private final Runnable parentMadeAgain;
 
-    ItemsWatch(ClientContext context, Layout layout) {
+    /** {@code parentMadeAgain} runs when a read finds the items parent made again since the read before. */
+    ItemsWatch(ClientContext context, Layout layout, Runnable parentMadeAgain) {
         this.context = context;
         this.layout = layout;
+        this.parentMadeAgain = parentMadeAgain;
         this.watch = new ParentWatch(context, layout.items(), itemsWatcher, this::changed, this::watchFailure);
     }
 
@@ -160,14 +165,20 @@ final class ItemsWatch {
                         throw BackgroundRequests.failure("listing", layout.items(), code);
                     }
                     listedThrough.accumulateAndGet(asOf, Math::max);
-                    if (code == Code.OK
-                            && names.merge(
-                                    event.getChildren(),
-                                    context.sessionId(),
-                                    event.getStat().getCzxid())) {
+                    if (code != Code.OK) {
+                        return false;
+                    }
+                    // Reads answer one at a time, in order (a single flight): each sees the parent of the last.
+                    long made = event.getStat().getCzxid();
+                    long before = parentMade.getAndSet(made);
+                    if (before != 0 && before != made) {
+                        names.parentMadeAgain();
+                        parentMadeAgain.run();
+                    }
+                    if (names.merge(event.getChildren(), context.sessionId())) {
                         signal.fire();
                     }
-                    return code == Code.OK;
+                    return true;
                 });
     }
 

@@ -58,8 +58,6 @@ final class NameCache {
     // Guarded by lock. candidates indexes the CANDIDATE entries in sequence order, and move() alone writes it.
     private final Map<String, Entry> entries = new HashMap<>();
     private final TreeSet<SequenceNode> candidates = new TreeSet<>();
-    // The creation zxid of the items parent the names were listed under, 0 before the first read.
-    private long parent;
 
     /**
      * Hands out up to {@code max} names from the head, in order, until handed back or settled: a run of small items
@@ -204,28 +202,41 @@ final class NameCache {
     }
 
     /**
-     * Merges a children listing of the items parent created at {@code parentCzxid}. Returns true if a name came into
-     * play. Listed names this cache does not hold out come into play, and so do those of our claims that died with an
-     * earlier session; names it no longer lists are forgotten, unless a local consumer holds them. A parent made again
-     * (deleted by hand) numbers its items from zero again: the names of the one before say nothing of the new items,
-     * so only those a local consumer holds are kept, and no data read ahead.
+     * The items parent was made again (deleted by hand) and numbers its items from zero again: the names of the one
+     * before say nothing of the new items. Only those a local consumer holds are kept, and no data read ahead.
      */
-    boolean merge(List<String> children, long currentSession, long parentCzxid) {
+    void parentMadeAgain() {
+        lock.lock();
+        try {
+            for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<String, Entry> e = it.next();
+                e.getValue().data = null;
+                if (e.getValue().state != State.TAKEN && e.getValue().state != State.HELD) {
+                    it.remove();
+                    candidates.remove(Layout.node(e.getKey()));
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Merges a children listing. Returns true if a name came into play. Listed names this cache does not hold out
+     * come into play, and so do those of our claims that died with an earlier session; names it no longer lists are
+     * forgotten, unless a local consumer holds them.
+     */
+    boolean merge(List<String> children, long currentSession) {
         Set<String> listed = new HashSet<>();
         for (String child : children) {
             Layout.parse(child).ifPresent(node -> listed.add(node.name()));
         }
         lock.lock();
         try {
-            boolean madeAgain = parent != 0 && parentCzxid != parent;
-            parent = parentCzxid;
             for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
                 Map.Entry<String, Entry> e = it.next();
                 State state = e.getValue().state;
-                if (madeAgain) {
-                    e.getValue().data = null;
-                }
-                if ((madeAgain || !listed.contains(e.getKey())) && state != State.TAKEN && state != State.HELD) {
+                if (!listed.contains(e.getKey()) && state != State.TAKEN && state != State.HELD) {
                     it.remove();
                     candidates.remove(Layout.node(e.getKey()));
                 }

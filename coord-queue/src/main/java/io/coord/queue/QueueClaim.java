@@ -40,12 +40,17 @@ final class QueueClaim<T> implements Claim<T> {
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
     private State state = State.HELD;
+    // The session marker known to prove this claim (see proving). Used by one thread at a time: an acker under the
+    // lock, or the one releaser after the state left HELD.
+    private volatile String provenBy;
 
-    QueueClaim(SharedQueue queue, String name, long session, T item) {
+    /** {@code marker} is the session marker that was current when the claim was made, if it was made on it. */
+    QueueClaim(SharedQueue queue, String name, long session, T item, String marker) {
         this.queue = queue;
         this.name = name;
         this.session = session;
         this.item = item;
+        this.provenBy = marker;
     }
 
     @Override
@@ -110,7 +115,7 @@ final class QueueClaim<T> implements Claim<T> {
 
     private boolean remove() {
         CuratorFramework client = queue.context.client();
-        String marker = queue.marker.of(session);
+        String marker = proving(queue.marker.of(session));
         int markersMade = 0;
         while (true) {
             if (marker == null) {
@@ -142,23 +147,33 @@ final class QueueClaim<T> implements Claim<T> {
                 return false;
             }
             // The reply was lost and nothing landed: send again while the claim's session lives.
-            marker = queue.marker.existing(session);
+            marker = proving(queue.marker.existing(session));
         }
     }
 
-    /**
-     * The marker at {@code lost} is gone but not its session: a new one, or null if the claim is gone too. The claim
-     * lives on unless the queue was reset by hand, which deletes markers and claims alike, and then the same name may
-     * stand for a new item that another consumer claims: the claim node must still be ours before a new marker
-     * proves it.
-     */
+    /** The marker at {@code lost} is gone but not its session: a new one, or null if the claim is gone too. */
     private String markerAgain(String lost) {
         queue.marker.gone(session, lost);
+        return proving(queue.marker.of(session));
+    }
+
+    /**
+     * {@code marker} if it may prove this claim, else null. One other than the marker known to prove it was made
+     * since the claim (the one before vanished), perhaps after the queue was reset by hand, which deletes markers and
+     * claims alike; the same name may then stand for a new item that another consumer claims. So the claim node must
+     * still be ours before the new marker proves it: else the claim is gone, and its name back in play. One request,
+     * and only then: a session keeps one marker.
+     */
+    private String proving(String marker) {
+        if (marker == null || marker.equals(provenBy)) {
+            return marker;
+        }
         if (queue.claimOwner(queue.layout.claim(name)) != session) {
             queue.items.released(name, session);
             return null;
         }
-        return queue.marker.of(session);
+        provenBy = marker;
+        return marker;
     }
 
     /**
@@ -172,9 +187,10 @@ final class QueueClaim<T> implements Claim<T> {
         CuratorFramework client = queue.context.client();
         try {
             String marker = queue.marker.existing(session);
-            if (marker == null) {
+            if (marker == null || !marker.equals(provenBy)) {
                 answered.complete(null);
-                marker = queue.marker.of(session); // a claim that landed on a newer session than it was sent on
+                // A claim that landed on a newer session than it was sent on, or a marker made since the claim.
+                marker = proving(marker != null ? marker : queue.marker.of(session));
             }
             int markersMade = 0;
             while (marker != null) {
@@ -205,7 +221,7 @@ final class QueueClaim<T> implements Claim<T> {
                     marker = markerAgain(marker);
                     markersMade++;
                 } else if (outcome.failedOp() == -1) {
-                    marker = queue.marker.existing(session); // it never landed: send it again
+                    marker = proving(queue.marker.existing(session)); // it never landed: send it again
                 } else {
                     log.debug("release of {} left to its session's end: {}", claimPath, outcome.code());
                     return;

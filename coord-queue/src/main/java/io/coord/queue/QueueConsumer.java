@@ -306,8 +306,10 @@ final class QueueConsumer<T> {
         String claimPath = queue.layout.claim(name);
         long session = queue.context.sessionId();
         // The marker before the claim: once the claim lands, nothing may fail before it is handed out or put back.
+        String marker;
         try {
-            if (queue.marker.of(session) == null) {
+            marker = queue.marker.of(session);
+            if (marker == null) {
                 abandon(List.of(name), slot); // the session ended meanwhile
                 return;
             }
@@ -345,7 +347,7 @@ final class QueueConsumer<T> {
             queue.items.released(name, owner);
             return;
         }
-        taken.add(new Taken<>(item, new QueueClaim<>(queue, name, owner, item)));
+        taken.add(new Taken<>(item, new QueueClaim<>(queue, name, owner, item, owner == session ? marker : null)));
     }
 
     /**

@@ -142,7 +142,8 @@ final class QueueProducer {
      * flight, the writes that arrive gather into the next, which the first of them sends as soon as one in flight is
      * answered. Each write so goes out within one round trip, keeps its items together and in order, and returns once its
      * transaction landed. Returns null when the write must go alone: the known bound leaves no room for it beside
-     * the items already gathered, or the next transaction is full.
+     * the items already gathered, the next transaction is full, or the bound was forgotten before its transaction
+     * landed.
      */
     private Boolean combined(List<byte[]> stored) {
         long bytes = 0;
@@ -205,7 +206,8 @@ final class QueueProducer {
         return BackgroundRequests.awaitFully(batch.landed, items);
     }
 
-    private boolean sendCombined(List<byte[]> stored) {
+    /** True once landed; null if the count that let the writes in was forgotten meanwhile: each goes alone. */
+    private Boolean sendCombined(List<byte[]> stored) {
         try {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
                 if (landed(
@@ -213,6 +215,9 @@ final class QueueProducer {
                         stored.size(),
                         Deadline.now())) {
                     return true;
+                }
+                if (queue.countBound() < 0) {
+                    return null; // the queue was reset by hand: the capacity must be checked again, write by write
                 }
             }
         } catch (InterruptedException | TimeoutException e) {
@@ -239,7 +244,8 @@ final class QueueProducer {
             return true;
         }
         if (outcome.failedOp() >= 0 && outcome.code() == Code.NONODE) {
-            await(queue.ensureLayout(), deadline); // no items parent: nothing was written
+            queue.forgetCount(); // no items parent: nothing was written, and the next one may be a new parent
+            await(queue.ensureLayout(), deadline);
         } else if (outcome.failedOp() >= 0) {
             throw BackgroundRequests.failure("writing to", queue.layout.items(), outcome.code());
         }

@@ -49,7 +49,7 @@ final class SharedQueue {
         this.path = path;
         this.context = context;
         this.layout = new Layout(path, context.client().getNamespace());
-        this.items = new ItemsWatch(context, layout);
+        this.items = new ItemsWatch(context, layout, this::forgetCount);
         this.slots = new Slots(this);
         this.marker = new SessionMarker(this);
         this.counts = new SingleFlight<>(this::readCount);
@@ -64,7 +64,9 @@ final class SharedQueue {
     /**
      * The most items the queue can hold now as far as this client knows without asking, or -1 if it does not know:
      * the count of the last read, plus every item created since, learned from the sequence numbers our own writes
-     * were given. Items removed since are not subtracted, so this only errs high.
+     * were given. Items removed since are not subtracted, so this errs high, as long as the items parent is the one
+     * counted: one made again by hand is noticed when a write or a read finds the parent (or a write slot) missing,
+     * when a children read finds it made again, or when a write is numbered below the count (see {@link #wrote}).
      */
     int countBound() {
         Known k = known.get();
@@ -94,6 +96,11 @@ final class SharedQueue {
             long count = k.count() + lastSequence + 1 - k.created();
             return new Known((int) Math.min(Integer.MAX_VALUE, count), lastSequence + 1, zxid);
         });
+    }
+
+    /** The items parent was found missing or made again: the next write that needs the size counts it. */
+    void forgetCount() {
+        known.set(null);
     }
 
     /**
@@ -149,7 +156,10 @@ final class SharedQueue {
                         counted(event.getStat());
                         yield event.getStat();
                     }
-                    case NONODE -> null;
+                    case NONODE -> {
+                        forgetCount();
+                        yield null;
+                    }
                     default ->
                         throw BackgroundRequests.failure(
                                 "reading the size of", layout.items(), BackgroundRequests.code(event));

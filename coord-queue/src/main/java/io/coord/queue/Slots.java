@@ -144,7 +144,12 @@ final class Slots {
             return Outcome.landed(null);
         }
         if (failed == 0 && code == Code.NONODE) {
-            created.remove(slot.path); // deleted under us: nothing was applied, and the slot is no more
+            // Deleted under us: nothing was applied, and the slot is no more. Most likely the whole queue was reset by
+            // hand, which took every other slot and maybe the items parent too: the idle slots are left for new ones
+            // (those still there are deleted at close with the rest), and the size is counted again.
+            created.remove(slot.path);
+            idle.clear();
+            queue.forgetCount();
             return Outcome.failed(-1, code);
         }
         if (failed > 0) {

@@ -185,20 +185,28 @@ class ClaimTest {
     void aClaimHeldAcrossAResetByHandNeverRemovesTheNewItemOfTheSameName() throws Exception {
         String path = ZooKeeperFixture.uniquePath("claim-across-reset");
         DistributedQueue<String> queue = queue(zk.newClient(), path);
-        queue.offer("old");
-        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+        queue.offer("old-0");
+        queue.offer("old-1");
+        Claim<String> first = queue.claim(WAIT).orElseThrow();
+        Claim<String> second = queue.claim(WAIT).orElseThrow();
 
-        // The reset deletes the claim and the session marker with the item; the new parent numbers from zero
-        // again, and another consumer claims the new item, which has the old one's name.
+        // The reset deletes the claims and the session marker with the items; the new parent numbers from zero
+        // again, and another consumer claims the new items, which have the old ones' names.
         zk.newClient().delete().deletingChildrenIfNeeded().forPath(path);
         DistributedQueue<String> other = queue(zk.newClient(), path);
-        other.offer("new");
-        Claim<String> othersClaim = other.claim(WAIT).orElseThrow();
-        assertEquals("new", othersClaim.item());
+        other.offer("new-0");
+        other.offer("new-1");
+        Claim<String> othersFirst = other.claim(WAIT).orElseThrow();
+        Claim<String> othersSecond = other.claim(WAIT).orElseThrow();
+        assertEquals("new-0", othersFirst.item());
 
-        assertFalse(claim.ack(), "the claim went with the reset");
-        claim.close();
-        assertTrue(othersClaim.ack());
+        assertFalse(first.ack(), "the claim went with the reset");
+        // The first ack made the session a new marker: the second claim must not take it as proof either.
+        assertFalse(second.ack(), "the claim went with the reset");
+        first.close();
+        second.close();
+        assertTrue(othersFirst.ack());
+        assertTrue(othersSecond.ack());
         assertNull(queue.poll());
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }

@@ -16,17 +16,16 @@ class NameCacheTest {
     private static final String C = "qs-0000000004";
     private static final long OLD = 1;
     private static final long NEW = 2;
-    private static final long PARENT = 100;
 
     @Test
     void namesAreHandedOutInSequenceOrderOncePerRead() {
         NameCache names = new NameCache();
-        assertTrue(names.merge(List.of(B, "not-an-item", A), NEW, PARENT));
+        assertTrue(names.merge(List.of(B, "not-an-item", A), NEW));
 
         assertEquals(List.of(A), names.take(1, 100));
         assertEquals(List.of(B), names.take(1, 100));
         assertEquals(List.of(), names.take(1, 100));
-        assertFalse(names.merge(List.of(A, B), NEW, PARENT), "names being taken are held out");
+        assertFalse(names.merge(List.of(A, B), NEW), "names being taken are held out");
         names.putBack(A);
         assertEquals(A, names.head());
     }
@@ -34,7 +33,7 @@ class NameCacheTest {
     @Test
     void aBatchIsARunOfSmallItemsOrOneItemOfAnySize() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B, BIG, C), NEW, PARENT);
+        names.merge(List.of(A, B, BIG, C), NEW);
 
         assertEquals(List.of(A, B), names.take(10, 100), "a batch stops before an item of unknown size");
         assertEquals(List.of(BIG), names.take(10, 100), "which goes alone");
@@ -47,25 +46,25 @@ class NameCacheTest {
     @Test
     void aGoneNameIsNotBroughtBackByAReadSentBeforeItWent() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B), NEW, PARENT);
+        names.merge(List.of(A, B), NEW);
         names.take(2, 100);
         names.gone(A);
         names.putBack(B);
 
-        assertFalse(names.merge(List.of(A, B), NEW, PARENT), "a stale listing still names A");
+        assertFalse(names.merge(List.of(A, B), NEW), "a stale listing still names A");
         assertEquals(List.of(B), names.take(2, 100));
-        names.merge(List.of(B), NEW, PARENT);
-        assertTrue(names.merge(List.of(A), NEW, PARENT), "once a read no longer lists it, it is forgotten");
+        names.merge(List.of(B), NEW);
+        assertTrue(names.merge(List.of(A), NEW), "once a read no longer lists it, it is forgotten");
     }
 
     @Test
     void watchedClaimBringsItsNameBackWhenDeleted() {
         NameCache names = new NameCache();
-        names.merge(List.of(A), NEW, PARENT);
+        names.merge(List.of(A), NEW);
         names.take(1, 100);
         names.watch(A);
 
-        assertFalse(names.merge(List.of(A), NEW, PARENT), "a read never brings back a name claimed elsewhere");
+        assertFalse(names.merge(List.of(A), NEW), "a read never brings back a name claimed elsewhere");
         assertTrue(names.claimDeleted(A));
         assertEquals(A, names.head());
         assertFalse(names.claimDeleted(A), "only a watched name comes back");
@@ -74,12 +73,12 @@ class NameCacheTest {
     @Test
     void aClaimOfOursHoldsTheNameUntilReleasedOrAcked() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B), NEW, PARENT);
+        names.merge(List.of(A, B), NEW);
         names.take(2, 100);
         names.held(A, NEW);
         names.held(B, NEW);
 
-        assertFalse(names.merge(List.of(A, B), NEW, PARENT));
+        assertFalse(names.merge(List.of(A, B), NEW));
         assertFalse(names.released(A, OLD), "a release of another session's claim does not speak for this one");
         assertTrue(names.released(A, NEW));
         names.acked(B, NEW);
@@ -90,7 +89,7 @@ class NameCacheTest {
     @Test
     void theEndOfASessionFreesItsClaimsAndClaimWatches() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B, C), OLD, PARENT);
+        names.merge(List.of(A, B, C), OLD);
         names.take(3, 100);
         names.held(A, OLD);
         names.watch(B);
@@ -104,24 +103,25 @@ class NameCacheTest {
     @Test
     void aReadBringsBackANameHeldByAClaimOfAnEndedSession() {
         NameCache names = new NameCache();
-        names.merge(List.of(A), OLD, PARENT);
+        names.merge(List.of(A), OLD);
         names.take(1, 100);
         names.held(A, OLD);
 
-        assertTrue(names.merge(List.of(A), NEW, PARENT));
+        assertTrue(names.merge(List.of(A), NEW));
         assertEquals(A, names.head());
     }
 
     @Test
     void anItemsParentMadeAgainVoidsWhatItsNamesMeantBefore() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B, C), NEW, PARENT);
+        names.merge(List.of(A, B, C), NEW);
         assertEquals(List.of(A, B, C), names.take(3, 100));
         names.gone(A);
         names.putBack(B);
         names.keepData(B, new byte[] {1});
 
-        assertTrue(names.merge(List.of(A, B), NEW, PARENT + 1), "A names a new item");
+        names.parentMadeAgain();
+        assertTrue(names.merge(List.of(A, B), NEW), "A names a new item");
         assertTrue(names.putBack(C), "a name a local consumer holds is kept");
         assertEquals(List.of(A, B, C), names.take(3, 100));
         assertNull(names.takeData(B), "data read under the old parent is dropped");

@@ -2,6 +2,7 @@ package io.coord.queue;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -133,6 +134,18 @@ class QueueFaultTest {
         }
         assertEquals(3, accepted);
         assertEquals(3, queue.size());
+        drain(queue);
+        assertEquals(0, queue.size()); // counted: empty, after three items
+
+        // Reset again, and filled past the count's three creates by a producer without a bound: this producer's next
+        // write must not go by what it knew of the parent before.
+        admin.delete().deletingChildrenIfNeeded().forPath(path);
+        DistributedQueue<String> unbounded = queue(zk.newClient(), path);
+        for (int i = 0; i < 6; i++) {
+            assertTrue(unbounded.offer("other-" + i));
+        }
+        assertFalse(queue.offer("late"));
+        assertEquals(6, queue.size());
         drain(queue);
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
