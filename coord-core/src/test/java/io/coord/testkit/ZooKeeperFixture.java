@@ -2,6 +2,7 @@ package io.coord.testkit;
 
 import io.coord.core.internal.ClientContext;
 import java.io.IOException;
+import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
@@ -19,7 +20,9 @@ import org.apache.zookeeper.client.FourLetterWordMain;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.params.Parameter;
 
 /**
  * coord's own tests' embedded ZooKeeper: a one-server {@link ZooKeeperEnsemble} from coord-testkit, plus what only
@@ -32,7 +35,8 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * static final ZooKeeperFixture zk = new ZooKeeperFixture();
  * }</pre>
  */
-public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
+public final class ZooKeeperFixture
+        implements BeforeAllCallback, BeforeEachCallback, AfterEachCallback, AfterAllCallback {
     public static final Duration SESSION_TIMEOUT = ZooKeeperEnsemble.DEFAULT_SESSION_TIMEOUT;
     /**
      * A session that outlives a server restart on a loaded machine: a client of one server waits 1 to 2 s between
@@ -54,6 +58,21 @@ public final class ZooKeeperFixture implements BeforeAllCallback, AfterEachCallb
         // Read by every client coord meets from now on, namespace facades included.
         System.setProperty("coord.view.linger", VIEW_LINGER.toString());
         ensemble = ZooKeeperEnsemble.start(1);
+    }
+
+    /**
+     * A test class that runs {@link InBothEngineModes} gets its clients in the mode of the run: its
+     * {@code @Parameter EngineMode} field, injected by then, says which.
+     */
+    @Override
+    public void beforeEach(ExtensionContext context) throws IllegalAccessException {
+        Object test = context.getRequiredTestInstance();
+        for (Field field : test.getClass().getDeclaredFields()) {
+            if (field.getType() == EngineMode.class && field.isAnnotationPresent(Parameter.class)) {
+                field.setAccessible(true);
+                mode((EngineMode) field.get(test));
+            }
+        }
     }
 
     /** Makes the clients this fixture creates from now on, and clients coord meets first, use {@code engine}. */

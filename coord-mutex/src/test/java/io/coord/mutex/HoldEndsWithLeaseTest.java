@@ -10,20 +10,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /** A thread's hold ends when its lease ends, however the lease ends, so that two parties never both hold. */
-@ParameterizedClass(name = "{0}")
-@EnumSource(EngineMode.class)
+@InBothEngineModes
 @Timeout(90)
 class HoldEndsWithLeaseTest {
     @RegisterExtension
@@ -31,11 +28,6 @@ class HoldEndsWithLeaseTest {
 
     @Parameter
     EngineMode mode;
-
-    @BeforeEach
-    void useMode() {
-        zk.mode(mode);
-    }
 
     @Test
     void closingTheLeaseDirectlyEndsTheThreadsHold() throws Exception {

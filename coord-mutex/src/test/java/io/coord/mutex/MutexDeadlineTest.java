@@ -10,6 +10,7 @@ import io.coord.core.Lease;
 import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
@@ -17,17 +18,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.ClientWatchers;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /** Timeouts of any length, failures in the middle of a wait, and what waiting leaves behind. */
-@ParameterizedClass(name = "{0}")
-@EnumSource(EngineMode.class)
+@InBothEngineModes
 @Timeout(90)
 class MutexDeadlineTest {
     private static final Duration FOREVER = ChronoUnit.FOREVER.getDuration();
@@ -37,11 +34,6 @@ class MutexDeadlineTest {
 
     @Parameter
     EngineMode mode;
-
-    @BeforeEach
-    void useMode() {
-        zk.mode(mode);
-    }
 
     @Test
     void aTimeoutTooLongForNanosecondsWaitsForEver() throws Exception {

@@ -12,6 +12,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
@@ -28,17 +29,13 @@ import org.apache.curator.framework.state.ConnectionStateListener;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /** Session expiry, connection loss, closed clients and fencing, against one embedded server. */
-@ParameterizedClass(name = "{0}")
-@EnumSource(EngineMode.class)
+@InBothEngineModes
 @Timeout(90)
 class MutexFaultTest {
     @RegisterExtension
@@ -46,11 +43,6 @@ class MutexFaultTest {
 
     @Parameter
     EngineMode mode;
-
-    @BeforeEach
-    void useMode() {
-        zk.mode(mode);
-    }
 
     @Test
     void leaseTurnsLostWhenSessionExpiresAndTheNextWaiterIsGranted() throws Exception {

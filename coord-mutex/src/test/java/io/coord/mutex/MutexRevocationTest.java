@@ -12,6 +12,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -25,17 +26,13 @@ import org.apache.curator.framework.api.ACLProvider;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /** A waiter can ask the mutex's holder to let go, or evict it; the holder hears, or turns LOST. */
-@ParameterizedClass(name = "{0}")
-@EnumSource(EngineMode.class)
+@InBothEngineModes
 @Timeout(90)
 class MutexRevocationTest {
     @RegisterExtension
@@ -43,11 +40,6 @@ class MutexRevocationTest {
 
     @Parameter
     EngineMode mode;
-
-    @BeforeEach
-    void useMode() {
-        zk.mode(mode);
-    }
 
     @Test
     void holderThatOptedInHearsTheRequestAndLetsTheWaiterIn() throws Exception {

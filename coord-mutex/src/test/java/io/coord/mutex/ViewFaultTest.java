@@ -86,17 +86,7 @@ class ViewFaultTest {
         String path = ZooKeeperFixture.uniquePath("view-add-across-sessions");
         FaultyHandle faults = new FaultyHandle();
         CuratorFramework client = faults.client(zk, new RetryNTimes(3, 100));
-        ZooKeeperFixture.lingerViews(client, Duration.ofMillis(200));
-        ReentrantMutex mutex = new ReentrantMutex(client, path);
-        mutex.acquire(); // counts the path: the next acquisition joins the view
-        mutex.release();
-
-        faults.holdNextWatchAdd();
-        CompletableFuture<Lease> pending = mutex.acquireAsync(); // waits for the view, whose add is unanswered
-        await().until(faults::addHeld);
-        pending.cancel(false); // the view is left with no member
-        await().until(() -> zk.ensemble().watchesUnder(path).isEmpty()
-                && mutex.participants().isEmpty());
+        leaveAViewWithItsAddUnanswered(client, path, faults);
 
         // The session ends with the add unanswered; Curator then sends it again on the new session's handle, where
         // it lands. The view, unused by now, must drop that watch when its linger ends.
@@ -116,16 +106,7 @@ class ViewFaultTest {
         String path = ZooKeeperFixture.uniquePath("view-drop-across-sessions");
         FaultyHandle faults = new FaultyHandle();
         CuratorFramework client = faults.client(zk, new RetryNTimes(3, 100));
-        ZooKeeperFixture.lingerViews(client, Duration.ofMillis(200));
-        ReentrantMutex mutex = new ReentrantMutex(client, path);
-        mutex.acquire(); // counts the path: the next acquisition joins the view
-        mutex.release();
-        faults.holdNextWatchAdd();
-        CompletableFuture<Lease> pending = mutex.acquireAsync();
-        await().until(faults::addHeld);
-        pending.cancel(false);
-        await().until(() -> zk.ensemble().watchesUnder(path).isEmpty()
-                && mutex.participants().isEmpty());
+        leaveAViewWithItsAddUnanswered(client, path, faults);
 
         // The client's listeners hear of the session's end, and so of the next session, only once the view has
         // done all of this on the new handle: its add, sent again there, lands; unused, it lingers out and drops
@@ -154,6 +135,21 @@ class ViewFaultTest {
         await().atMost(Duration.ofSeconds(10))
                 .until(() -> zk.ensemble().watchesUnder(path).isEmpty());
         zk.assertNoLeaks(path);
+    }
+
+    /** A view of {@code path} on {@code client} that nothing uses any more, whose watch add is still unanswered. */
+    private static void leaveAViewWithItsAddUnanswered(CuratorFramework client, String path, FaultyHandle faults)
+            throws Exception {
+        ZooKeeperFixture.lingerViews(client, Duration.ofMillis(200));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        mutex.acquire(); // counts the path: the next acquisition joins the view
+        mutex.release();
+        faults.holdNextWatchAdd();
+        CompletableFuture<Lease> pending = mutex.acquireAsync(); // waits for the view, whose add is unanswered
+        await().until(faults::addHeld);
+        pending.cancel(false); // the view is left with no member
+        await().until(() -> zk.ensemble().watchesUnder(path).isEmpty()
+                && mutex.participants().isEmpty());
     }
 
     private static void awaitQuietly(CountDownLatch latch) {

@@ -11,25 +11,22 @@ import io.coord.core.Lease;
 import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Both locks: timeouts of any length, failures in the middle of a wait, and holds that end with their lease. */
-@ParameterizedClass(name = "{0}")
-@EnumSource(EngineMode.class)
+@InBothEngineModes
 @Timeout(90)
 class ReadWriteDeadlineTest {
     private static final Duration FOREVER = ChronoUnit.FOREVER.getDuration();
@@ -39,11 +36,6 @@ class ReadWriteDeadlineTest {
 
     @Parameter
     EngineMode mode;
-
-    @BeforeEach
-    void useMode() {
-        zk.mode(mode);
-    }
 
     private static Function<ReadWriteMutex, DistributedLock> lock(String which) {
         return "read".equals(which) ? ReadWriteMutex::readLock : ReadWriteMutex::writeLock;

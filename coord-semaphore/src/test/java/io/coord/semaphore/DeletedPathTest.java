@@ -6,22 +6,19 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.coord.core.Lease;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.data.Stat;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /** An instance that outlives the deletion of its path, the documented way to retire a semaphore or change its limit. */
-@ParameterizedClass(name = "{0}")
-@EnumSource(EngineMode.class)
+@InBothEngineModes
 @Timeout(90)
 class DeletedPathTest {
     @RegisterExtension
@@ -29,11 +26,6 @@ class DeletedPathTest {
 
     @Parameter
     EngineMode mode;
-
-    @BeforeEach
-    void useMode() {
-        zk.mode(mode);
-    }
 
     @Test
     void aVerifiedInstanceMakesItsDeletedPathAgainAsAPersistentNodeThatRecordsItsLimit() throws Exception {

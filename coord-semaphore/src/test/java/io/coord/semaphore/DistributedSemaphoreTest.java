@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -25,16 +26,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
-@ParameterizedClass(name = "{0}")
-@EnumSource(EngineMode.class)
+@InBothEngineModes
 @Timeout(90)
 class DistributedSemaphoreTest {
     @RegisterExtension
@@ -42,11 +39,6 @@ class DistributedSemaphoreTest {
 
     @Parameter
     EngineMode mode;
-
-    @BeforeEach
-    void useMode() {
-        zk.mode(mode);
-    }
 
     private final ExecutorService threads = Executors.newCachedThreadPool();
 

@@ -16,6 +16,7 @@ import io.coord.core.Participant;
 import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
@@ -32,17 +33,13 @@ import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEventType;
 import org.apache.curator.retry.RetryNTimes;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
-import org.junit.jupiter.params.ParameterizedClass;
-import org.junit.jupiter.params.provider.EnumSource;
 
 /** Unusable clients, timeouts of any length, failures mid-wait, and deadlines while the server is down. */
-@ParameterizedClass(name = "{0}")
-@EnumSource(EngineMode.class)
+@InBothEngineModes
 @Timeout(90)
 class SemaphoreFaultsTest {
     private static final Duration FOREVER = ChronoUnit.FOREVER.getDuration();
@@ -52,11 +49,6 @@ class SemaphoreFaultsTest {
 
     @Parameter
     EngineMode mode;
-
-    @BeforeEach
-    void useMode() {
-        zk.mode(mode);
-    }
 
     @Test
     void aWaiterOneOfWhoseNodesSomebodyElseDeletesQueuesAgainThroughTheView() throws Exception {
