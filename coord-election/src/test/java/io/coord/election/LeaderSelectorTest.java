@@ -106,6 +106,29 @@ class LeaderSelectorTest {
     }
 
     @Test
+    void twoInterruptsInARowLeaveAnAutoRequeueingSelectorLeadingAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("interrupt-twice");
+        AtomicInteger terms = new AtomicInteger();
+        LeaderSelector selector = new LeaderSelector(zk.newClient(), path, "x", term -> {
+            terms.incrementAndGet();
+            leadUntilInterrupted(term);
+        });
+        selector.autoRequeue();
+        selector.start();
+        await().until(selector::hasLeadership);
+
+        // The second may reach the first term on its way out, or the next one as it starts: either way one of them
+        // leads at the end.
+        selector.interruptLeadership();
+        selector.interruptLeadership();
+        await().until(() -> terms.get() >= 2 && selector.hasLeadership());
+        assertEquals(List.of("x"), ids(selector));
+        selector.close();
+        await().until(() -> !selector.hasLeadership());
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aTaskThatThrowsEndsItsTermAndAutoRequeueLeadsAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("throws");
         AtomicInteger terms = new AtomicInteger();
