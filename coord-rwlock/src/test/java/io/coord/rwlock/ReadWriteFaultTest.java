@@ -8,16 +8,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.testkit.Background;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -32,13 +30,6 @@ class ReadWriteFaultTest {
 
     @Parameter
     EngineMode mode;
-
-    private final ExecutorService threads = Executors.newCachedThreadPool();
-
-    @AfterEach
-    void stopThreads() {
-        threads.shutdownNow();
-    }
 
     @Test
     void aDowngradedHolderWhoseSessionExpiresLosesItsReadHoldAndTheQueuedWriterIsGrantedWithALargerToken()
@@ -97,13 +88,13 @@ class ReadWriteFaultTest {
         rw.writeLock().acquire();
 
         // Only the thread that holds the write lock may read under it.
-        assertFalse(threads.submit(() -> rw.readLock().acquire(Duration.ofMillis(200)))
+        assertFalse(Background.call(() -> rw.readLock().acquire(Duration.ofMillis(200)))
                 .get(10, TimeUnit.SECONDS));
-        assertFalse(threads.submit(() -> rw.writeLock().acquire(Duration.ofMillis(200)))
+        assertFalse(Background.call(() -> rw.writeLock().acquire(Duration.ofMillis(200)))
                 .get(10, TimeUnit.SECONDS));
         assertEquals(1, rw.readLock().participants().size());
         rw.writeLock().release();
-        assertTrue(threads.submit(() -> {
+        assertTrue(Background.call(() -> {
                     boolean got = rw.readLock().acquire(Duration.ofSeconds(10));
                     rw.readLock().release();
                     return got;
