@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -72,6 +73,42 @@ class CapacityAndBatchTest {
         assertTrue(put.get(10, TimeUnit.SECONDS));
         assertEquals(List.of("b", "c"), drain(consumer));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void producersOfManyClientsRacingAtTheBoundOvershootItByAtMostOneWriteEach() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("capacity-race");
+        int capacity = 10;
+        int clients = 4;
+        int threadsPerClient = 2;
+        List<CompletableFuture<Integer>> producers = new ArrayList<>();
+        for (int c = 0; c < clients; c++) {
+            DistributedQueue<String> queue = queue(zk.newClient(), path, capacity);
+            for (int t = 0; t < threadsPerClient; t++) {
+                String name = "p" + c + "." + t + "-";
+                producers.add(Background.call(
+                        () -> { // a thread each: they race
+                            int accepted = 0;
+                            for (int i = 0; i < 6; i++) {
+                                if (queue.offer(name + i)) {
+                                    accepted++;
+                                }
+                            }
+                            return accepted;
+                        }));
+            }
+        }
+        int accepted = 0;
+        for (CompletableFuture<Integer> producer : producers) {
+            accepted += producer.get(30, TimeUnit.SECONDS);
+        }
+
+        DistributedQueue<String> reader = queue(zk.newClient(), path, capacity);
+        int size = reader.size();
+        assertEquals(accepted, size, "every accepted offer landed, and nothing else");
+        assertTrue(size >= capacity, "the racing offers filled the queue: " + size);
+        assertTrue(size <= capacity + clients * threadsPerClient, "overshoot past one write per thread: " + size);
+        assertEquals(size, drain(reader).size());
     }
 
     @Test
