@@ -144,6 +144,7 @@ class LeaderLatchTest {
             zk.restartServer();
         }
         assertTrue(latch.await(Duration.ofSeconds(20)));
+        await().until(() -> !heard.isEmpty()); // listeners hear it after the latch's state changed
         assertEquals(List.of("only isLeader"), heard);
         latch.close();
         zk.assertNoLeaks(path);
