@@ -121,8 +121,8 @@ class LeaderSelectorTest {
         // leads at the end.
         selector.interruptLeadership();
         selector.interruptLeadership();
-        await().until(() -> terms.get() >= 2 && selector.hasLeadership());
-        assertEquals(List.of("x"), ids(selector));
+        await().until(() ->
+                terms.get() >= 2 && selector.hasLeadership() && ids(selector).equals(List.of("x")));
         selector.close();
         await().until(() -> !selector.hasLeadership());
         zk.assertNoLeaks(path);
@@ -167,6 +167,7 @@ class LeaderSelectorTest {
         await().until(second::hasLeadership);
         await().until(() -> !first.hasLeadership()); // its client may hear of the expiry after the other's grant
         await().alias("the expired leader queued again on its new session")
+                .atMost(Duration.ofSeconds(20))
                 .until(() -> ids(second).equals(List.of("second", "first")));
 
         second.close();

@@ -36,7 +36,8 @@ final class ChaosRun {
 
     /**
      * How long the faults go on in a safety run of each engine mode: long enough for some twenty faults, each kind
-     * at least once (see {@link Chaos}), short enough for the suite to run every safety check in both modes.
+     * at least once (see {@link Chaos}), short enough for the suite to run every safety check in both modes. Each
+     * run's floor on how much work makes it mean anything is sized for this length.
      */
     static final Duration LENGTH = Duration.ofSeconds(20);
 

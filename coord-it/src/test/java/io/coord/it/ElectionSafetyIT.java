@@ -110,7 +110,7 @@ class ElectionSafetyIT {
                 + " stale leaders (longest " + checker.longestStale().toMillis() + " ms)";
         report.publishEntry("run", summary);
         assertEquals(0, checker.violationCount(), () -> summary + checker.report());
-        assertTrue(coordEpochs.size() >= 10, "too few coord terms to mean anything: " + summary);
+        assertTrue(coordEpochs.size() >= 7, "too few coord terms to mean anything: " + summary);
         assertTrue(curatorTerms.get() >= 1, "Curator's latch never led: " + summary);
         assertTrue(run.chaos().kills() >= 1, "no server was killed: " + summary);
         assertTrue(run.chaos().serverExpiries() >= 1, "no session expired: " + summary);

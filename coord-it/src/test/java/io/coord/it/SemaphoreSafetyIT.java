@@ -76,7 +76,7 @@ class SemaphoreSafetyIT {
         report.publishEntry("run", summary);
         assertEquals(0, checker.violationCount(), () -> summary + checker.report());
         assertEquals(List.of(), turns.errors(), summary);
-        assertTrue(checker.entries() > 300, "too few grants to mean anything: " + summary);
+        assertTrue(checker.entries() > 200, "too few grants to mean anything: " + summary);
         assertTrue(multiPermitGrants >= 1, "no request for several permits was granted: " + summary);
         assertTrue(checker.peakHolders() >= 2, "no two holders ever shared the semaphore: " + summary);
         assertTrue(run.chaos().kills() >= 1, "no server was killed: " + summary);
