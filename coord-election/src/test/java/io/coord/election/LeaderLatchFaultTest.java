@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
@@ -21,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
@@ -127,6 +129,52 @@ class LeaderLatchFaultTest {
         assertSame(term, latch.term().orElseThrow());
         assertSame(term, recorder.terms.get(1));
         latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLeaderDeclaredLostWhileCutOffHandsOverOnceBackWithoutWaitingForTheServersExpiry() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("lost-while-cut-off");
+        // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection.
+        CuratorFramework leaderClient = zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
+                .simulatedSessionExpirationPercent(10)
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(0, 0)));
+        long oldSession = leaderClient.getZookeeperClient().getZooKeeper().getSessionId();
+        byte[] oldPassword = leaderClient.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        LeaderLatch old = new LeaderLatch(leaderClient, path, "old");
+        TermRecorder oldTerms = new TermRecorder();
+        old.addListener(oldTerms, Runnable::run);
+        old.start();
+        assertTrue(old.await(Duration.ofSeconds(10)));
+        Lease stale = old.term().orElseThrow();
+        LeaderLatch next = new LeaderLatch(zk.newOutageProofClient(), path, "next");
+        next.start();
+        await().until(() -> next.participants().size() == 2);
+
+        zk.stopServer();
+        await().atMost(Duration.ofSeconds(20)).until(() -> stale.state() == LeaseState.LOST);
+        assertFalse(old.hasLeadership());
+        zk.restartServer();
+
+        // The old latch withdraws its node and queues again on its new session, behind the next leader.
+        assertTrue(next.await(Duration.ofSeconds(20)));
+        Lease successor = next.term().orElseThrow();
+        assertTrue(successor.fencingToken() > stale.fencingToken(), successor + " after " + stale);
+        await().atMost(Duration.ofSeconds(20))
+                .until(
+                        () -> next.participants().stream().map(Participant::id).toList(),
+                        ids -> ids.equals(List.of("next", "old")));
+        assertFalse(old.hasLeadership());
+        // The hand-over did not wait for the server to expire the old session, which still lives.
+        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+
+        next.close();
+        assertTrue(old.await(Duration.ofSeconds(20)));
+        assertTrue(old.term().orElseThrow().fencingToken() > successor.fencingToken());
+        await().until(() -> oldTerms.events.size() == 3);
+        assertEquals(List.of("isLeader", "notLeader", "isLeader"), oldTerms.events);
+        old.close();
         zk.assertNoLeaks(path);
     }
 

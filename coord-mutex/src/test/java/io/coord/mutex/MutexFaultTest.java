@@ -410,6 +410,44 @@ class MutexFaultTest {
         zk.assertNoLeaks(path);
     }
 
+    @Test
+    void aWaiterDeclaredLostWhileCutOffLeavesNoNodeAheadOfTheOthers() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("waiter-lost-while-cut-off");
+        // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection.
+        CuratorFramework cutOff = zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
+                .simulatedSessionExpirationPercent(10)
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(0, 0)));
+        long oldSession = cutOff.getZookeeperClient().getZooKeeper().getSessionId();
+        byte[] oldPassword = cutOff.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        ReentrantMutex holder = new ReentrantMutex(zk.newOutageProofClient(), path);
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<Lease> first = new ReentrantMutex(cutOff, path).acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        CompletableFuture<Lease> second = new ReentrantMutex(zk.newOutageProofClient(), path).acquireAsync();
+        await().until(() -> holder.participants().size() == 3);
+        String firstNode = holder.participants().get(1).nodeName();
+
+        zk.stopServer();
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> !cutOff.getZookeeperClient().isConnected());
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> cutOff.getZookeeperClient().getZooKeeper().getSessionId() != oldSession);
+        zk.restartServer();
+
+        // The waiter queues again on its new session, behind the second, and takes its old node away.
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> holder.participants().stream()
+                        .noneMatch(p -> p.nodeName().equals(firstNode)));
+        held.close();
+        Lease next = second.get(20, TimeUnit.SECONDS);
+        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        assertFalse(first.isDone());
+        next.close();
+        first.get(20, TimeUnit.SECONDS).close();
+        zk.assertNoLeaks(path);
+    }
+
     private static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }

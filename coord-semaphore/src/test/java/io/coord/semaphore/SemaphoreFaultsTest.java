@@ -80,6 +80,41 @@ class SemaphoreFaultsTest {
     }
 
     @Test
+    void permitsDeclaredLostWhileCutOffAreFreedOnceBackWithoutWaitingForTheServersExpiry() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("lost-while-cut-off");
+        // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection.
+        CuratorFramework holderClient = zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
+                .simulatedSessionExpirationPercent(10)
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(0, 0)));
+        long oldSession = holderClient.getZookeeperClient().getZooKeeper().getSessionId();
+        byte[] oldPassword = holderClient.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        DistributedSemaphore holder = new DistributedSemaphore(holderClient, path, 3);
+        DistributedSemaphore waiter = new DistributedSemaphore(zk.newOutageProofClient(), path, 3);
+        Lease held = holder.acquire(2);
+        Lease other = waiter.acquire(1);
+        CompletableFuture<Lease> pending = waiter.acquireAsync(2);
+        await().until(() -> waiter.participants().size() == 5);
+
+        zk.stopServer();
+        assertEquals(LeaseState.LOST, held.ended().get(20, TimeUnit.SECONDS));
+        zk.restartServer();
+
+        Lease granted = pending.get(20, TimeUnit.SECONDS);
+        assertEquals(LeaseState.HELD, granted.state());
+        assertTrue(other.isValid());
+        assertEquals(3, waiter.participants().size());
+        // The permits came back by the holder's own deletes, not by the server expiring its session, which still
+        // lives.
+        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        assertFalse(holder.tryAcquire(1, Duration.ZERO).isPresent(), "3 of 3 permits are held");
+        granted.close();
+        other.close();
+        holder.acquire(3).close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aNeverStartedClientIsRefusedWithIllegalStateException() {
         DistributedSemaphore semaphore = new DistributedSemaphore(zk.unstartedClient(), "/never-started", 2);
         String expected = "the client must be started before acquiring /never-started";
