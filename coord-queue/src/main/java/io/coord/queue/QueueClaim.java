@@ -44,13 +44,28 @@ final class QueueClaim<T> implements Claim<T> {
     // lock, or the one releaser after the state left HELD.
     private volatile String provenBy;
 
-    /** {@code marker} is the session marker that was current when the claim was made, if it was made on it. */
-    QueueClaim(SharedQueue queue, String name, long session, T item, String marker) {
+    // Times a withdrawal is sent again while its replies are lost (see withdraw).
+    private static final int WITHDRAWALS = 3;
+
+    private QueueClaim(SharedQueue queue, String name, long session, T item, String marker) {
         this.queue = queue;
         this.name = name;
         this.session = session;
         this.item = item;
         this.provenBy = marker;
+    }
+
+    /**
+     * A claim made on {@code session}, held until acknowledged, closed or its session ends. {@code marker} is the
+     * session marker that was current when the claim was made, if it was made on it.
+     */
+    static <T> QueueClaim<T> held(SharedQueue queue, String name, long session, T item, String marker) {
+        QueueClaim<T> claim = new QueueClaim<>(queue, name, session, item, marker);
+        queue.claims.add(claim);
+        if (queue.context.sessionId() != session) {
+            claim.sessionEnded(); // its end passed the claim by
+        }
+        return claim;
     }
 
     @Override
@@ -70,6 +85,7 @@ final class QueueClaim<T> implements Claim<T> {
                 return state == State.ACKED;
             }
             state = remove() ? State.ACKED : State.LOST;
+            queue.claims.remove(this);
             if (state == State.ACKED) {
                 queue.items.names().acked(name, session);
             }
@@ -88,9 +104,10 @@ final class QueueClaim<T> implements Claim<T> {
                 return;
             }
             state = State.RELEASED;
+            queue.claims.remove(this);
             if (queue.context.sessionId() != session) {
-                // The claim died with its session, and the name came back then. A newer claim on the item, ours or
-                // anyone's, is not this one's to release.
+                // The claim died with its session, and the name came back then; its node may live on at the server.
+                withdraw(WITHDRAWALS);
                 return;
             }
             // On another thread: settling a lost reply or making a marker again waits for the server, which neither
@@ -119,6 +136,9 @@ final class QueueClaim<T> implements Claim<T> {
         int markersMade = 0;
         while (true) {
             if (marker == null) {
+                if (queue.context.sessionId() != session) {
+                    withdraw(WITHDRAWALS); // nothing sent landed, and the session may live on at the server
+                }
                 return false; // the session ended, or the claim is gone
             }
             Slots.Outcome outcome = queue.slots.commit(
@@ -148,6 +168,59 @@ final class QueueClaim<T> implements Claim<T> {
             }
             // The reply was lost and nothing landed: send again while the claim's session lives.
             marker = proving(queue.marker.existing(session));
+        }
+    }
+
+    /**
+     * The client is on a new session, or has none: a claim made on an older one is lost to its holder. On a thread
+     * that may wait for the claim's lock, never on ZooKeeper's.
+     */
+    void sessionEnded() {
+        queue.context.callbacks().execute(() -> {
+            lock.lock();
+            try {
+                if (state != State.HELD || queue.context.sessionId() == session) {
+                    return;
+                }
+                state = State.LOST;
+                queue.claims.remove(this);
+                withdraw(WITHDRAWALS);
+            } finally {
+                lock.unlock();
+            }
+        });
+    }
+
+    /**
+     * Deletes the node of this claim, whose session the client has left: Curator declares a session lost once it
+     * has been cut off for the session timeout, and the server may keep the session, and with it the claim, for a
+     * while yet, hiding the item from every consumer. The delete is guarded by the session's marker, which lives on
+     * the server exactly as long as the session, and by a write slot, so that it never deletes a claim made since.
+     * Sent once connected, and again while nothing is known to have landed, {@code tries} times at most.
+     */
+    private void withdraw(int tries) {
+        String marker = provenBy;
+        if (marker == null || tries == 0) {
+            return; // never proven by a marker of its session: left to that session's end
+        }
+        queue.context.whenConnected(() -> queue.context.callbacks().execute(() -> withdraw(marker, tries)));
+    }
+
+    private void withdraw(String marker, int tries) {
+        String claimPath = queue.layout.claim(name);
+        CuratorFramework client = queue.context.client();
+        try {
+            Slots.Outcome outcome = queue.slots.commit(
+                    queue.slots.borrowFully(),
+                    List.of(TransactionOps.check(client, marker), TransactionOps.delete(client, claimPath)),
+                    claimPath);
+            if (!outcome.landed() && outcome.failedOp() == -1) {
+                withdraw(tries - 1);
+            } else {
+                log.debug("{} of an ended session withdrawn: {}", claimPath, outcome.code());
+            }
+        } catch (RuntimeException e) {
+            log.debug("{} of an ended session left to that session's end", claimPath, e);
         }
     }
 
@@ -214,7 +287,9 @@ final class QueueClaim<T> implements Claim<T> {
                     return;
                 }
                 if (queue.context.sessionId() != session) {
-                    return; // the claim died with its session
+                    answered.complete(null);
+                    withdraw(WITHDRAWALS); // the claim died with its session, though its node may live on
+                    return;
                 }
                 if (outcome.failedOp() == 0 && outcome.code() == Code.NONODE && markersMade < MAX_MARKERS) {
                     answered.complete(null);

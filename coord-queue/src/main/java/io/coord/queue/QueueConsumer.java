@@ -347,7 +347,7 @@ final class QueueConsumer<T> {
             queue.items.released(name, owner);
             return;
         }
-        taken.add(new Taken<>(item, new QueueClaim<>(queue, name, owner, item, owner == session ? marker : null)));
+        taken.add(new Taken<>(item, QueueClaim.held(queue, name, owner, item, owner == session ? marker : null)));
     }
 
     /**

@@ -5,7 +5,9 @@ import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
 import io.coord.core.internal.SingleFlight;
 import java.util.Arrays;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -25,6 +27,8 @@ final class SharedQueue {
     final ItemsWatch items;
     final Slots slots;
     final SessionMarker marker;
+    /** The claims this client holds on the queue, so that a session's end reaches them. */
+    final Set<QueueClaim<?>> claims = ConcurrentHashMap.newKeySet();
     /** The Stat of the items parent (null if it does not exist yet): numChildren is the size. */
     final SingleFlight<Stat> counts;
 
@@ -121,7 +125,10 @@ final class SharedQueue {
         switch (event) {
             case SUSPENDED -> {} // watches and ephemeral znodes live on unless the session ends
             case RECONNECTED -> items.reconnected(); // same session: claims and watches survived, events did not
-            case SESSION_ENDED, NEW_SESSION -> items.sessionEnded(context.sessionId());
+            case SESSION_ENDED, NEW_SESSION -> {
+                items.sessionEnded(context.sessionId());
+                claims.forEach(QueueClaim::sessionEnded);
+            }
             case CLOSED -> {
                 slots.deleteAll(); // sent ahead of the session's close, while the client can still send
                 items.sessionEnded(0);

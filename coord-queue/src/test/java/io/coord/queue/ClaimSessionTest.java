@@ -177,6 +177,59 @@ class ClaimSessionTest {
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
+    @Test
+    void aClaimDeclaredLostWhileCutOffIsDeadAndItsItemGoesToAnotherWithoutWaitingForTheServersExpiry()
+            throws Exception {
+        String path = ZooKeeperFixture.uniquePath("lost-while-cut-off");
+        CuratorFramework cutOff = clientGivingUpBeforeTheServer();
+        long oldSession = sessionOf(cutOff);
+        byte[] oldPassword = cutOff.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        DistributedQueue<String> claimer = queue(cutOff, path);
+        claimer.offer("x");
+        Claim<String> claim = claimer.claim(WAIT).orElseThrow();
+
+        zk.stopServer();
+        await().atMost(Duration.ofSeconds(20)).until(() -> sessionOf(cutOff) != oldSession);
+        zk.restartServer();
+
+        assertEquals("x", queue(zk.newOutageProofClient(), path).poll(Duration.ofSeconds(15)));
+        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        assertFalse(claim.ack(), "the claim died with the session its client gave up on");
+        claim.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aClaimClosedWhileCutOffIsReleasedOnceBackEvenIfItsClientGaveUpOnTheSession() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-while-cut-off");
+        CuratorFramework cutOff = clientGivingUpBeforeTheServer();
+        long oldSession = sessionOf(cutOff);
+        byte[] oldPassword = cutOff.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        DistributedQueue<String> claimer = queue(cutOff, path);
+        claimer.offer("x");
+        Claim<String> claim = claimer.claim(WAIT).orElseThrow();
+
+        zk.stopServer();
+        claim.close();
+        await().atMost(Duration.ofSeconds(20)).until(() -> sessionOf(cutOff) != oldSession);
+        zk.restartServer();
+
+        assertEquals("x", queue(zk.newOutageProofClient(), path).poll(Duration.ofSeconds(15)));
+        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    /**
+     * A client whose server keeps its session for 20 s, but which declares it lost after 2 s without a connection,
+     * and gives up on a request after one try.
+     */
+    private static CuratorFramework clientGivingUpBeforeTheServer() throws Exception {
+        return zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
+                .simulatedSessionExpirationPercent(10)
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(0, 0)));
+    }
+
     private static void deleteSessionMarkers(String path) throws Exception {
         CuratorFramework hand = zk.newClient();
         for (String marker : hand.getChildren().forPath(path + "/sessions")) {
