@@ -107,7 +107,7 @@ final class QueueClaim<T> implements Claim<T> {
             queue.claims.remove(this);
             if (queue.context.sessionId() != session) {
                 // The claim died with its session, and the name came back then; its node may live on at the server.
-                withdraw(WITHDRAWALS);
+                withdraw(queue, name, provenBy);
                 return;
             }
             // On another thread: settling a lost reply or making a marker again waits for the server, which neither
@@ -137,7 +137,7 @@ final class QueueClaim<T> implements Claim<T> {
         while (true) {
             if (marker == null) {
                 if (queue.context.sessionId() != session) {
-                    withdraw(WITHDRAWALS); // nothing sent landed, and the session may live on at the server
+                    withdraw(queue, name, provenBy); // nothing sent landed, and the session may live on at the server
                 }
                 return false; // the session ended, or the claim is gone
             }
@@ -184,7 +184,7 @@ final class QueueClaim<T> implements Claim<T> {
                 }
                 state = State.LOST;
                 queue.claims.remove(this);
-                withdraw(WITHDRAWALS);
+                withdraw(queue, name, provenBy);
             } finally {
                 lock.unlock();
             }
@@ -192,21 +192,25 @@ final class QueueClaim<T> implements Claim<T> {
     }
 
     /**
-     * Deletes the node of this claim, whose session the client has left: Curator declares a session lost once it
-     * has been cut off for the session timeout, and the server may keep the session, and with it the claim, for a
-     * while yet, hiding the item from every consumer. The delete is guarded by the session's marker, which lives on
-     * the server exactly as long as the session, and by a write slot, so that it never deletes a claim made since.
-     * Sent once connected, and again while nothing is known to have landed, {@code tries} times at most.
+     * Deletes the claim on {@code name} made by a session the client has left, if nothing of ours has deleted it
+     * since. Curator declares a session lost once it has been cut off for the session timeout, and the server may
+     * keep the session, and with it the claim, for a while yet, hiding the item from every consumer. The delete is
+     * guarded by that session's {@code marker}, which lives on the server exactly as long as the session (none: the
+     * claim is left to the session's end), and by a write slot, so that it never deletes a claim made since. Sent
+     * once connected, and again while nothing is known to have landed, a few times at most.
      */
-    private void withdraw(int tries) {
-        String marker = provenBy;
+    static void withdraw(SharedQueue queue, String name, String marker) {
+        withdraw(queue, name, marker, WITHDRAWALS);
+    }
+
+    private static void withdraw(SharedQueue queue, String name, String marker, int tries) {
         if (marker == null || tries == 0) {
             return; // never proven by a marker of its session: left to that session's end
         }
-        queue.context.whenConnected(() -> queue.context.callbacks().execute(() -> withdraw(marker, tries)));
+        queue.context.whenConnected(() -> queue.context.callbacks().execute(() -> send(queue, name, marker, tries)));
     }
 
-    private void withdraw(String marker, int tries) {
+    private static void send(SharedQueue queue, String name, String marker, int tries) {
         String claimPath = queue.layout.claim(name);
         CuratorFramework client = queue.context.client();
         try {
@@ -215,7 +219,7 @@ final class QueueClaim<T> implements Claim<T> {
                     List.of(TransactionOps.check(client, marker), TransactionOps.delete(client, claimPath)),
                     claimPath);
             if (!outcome.landed() && outcome.failedOp() == -1) {
-                withdraw(tries - 1);
+                withdraw(queue, name, marker, tries - 1);
             } else {
                 log.debug("{} of an ended session withdrawn: {}", claimPath, outcome.code());
             }
@@ -288,7 +292,7 @@ final class QueueClaim<T> implements Claim<T> {
                 }
                 if (queue.context.sessionId() != session) {
                     answered.complete(null);
-                    withdraw(WITHDRAWALS); // the claim died with its session, though its node may live on
+                    withdraw(queue, name, provenBy); // the claim died with its session, though its node may live on
                     return;
                 }
                 if (outcome.failedOp() == 0 && outcome.code() == Code.NONODE && markersMade < MAX_MARKERS) {

@@ -337,6 +337,9 @@ final class QueueConsumer<T> {
                 outcome.reply() != null && queue.context.sessionId() == session ? session : queue.claimOwner(claimPath);
         if (owner == 0 || owner != queue.context.sessionId()) {
             queue.items.putBack(name); // the claim died with its session before it could be used
+            if (owner == session) {
+                QueueClaim.withdraw(queue, name, marker); // though the server may keep that session a while
+            }
             return;
         }
         // A claim that landed on a newer session than the marker's (Curator sent it again there) is held all the

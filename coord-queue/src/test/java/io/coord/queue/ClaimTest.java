@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.internal.ClientContext;
+import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
@@ -318,6 +319,49 @@ class ClaimTest {
         await("only the marker in use is left")
                 .atMost(WAIT)
                 .until(() -> reader.getChildren().forPath(path + "/sessions").size() == 1);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aClaimThatLandedOnASessionItsClientThenGaveUpOnIsWithdrawnOnceBack() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("claim-landed-lost");
+        // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection.
+        LosingConsumer losing = losingConsumer(
+                path,
+                builder -> builder.sessionTimeoutMs(20_000)
+                        .simulatedSessionExpirationPercent(10)
+                        .connectionTimeoutMs(1_000)
+                        .retryPolicy(new RetryNTimes(0, 0)));
+        ZooKeeperProxy proxy = losing.proxy();
+        DistributedQueue<String> consumer = losing.consumer();
+        consumer.offer("warm-up"); // the slot and the session marker made
+        try (Claim<String> warmUp = consumer.claim(Duration.ZERO).orElseThrow()) {
+            assertTrue(warmUp.ack());
+        }
+        long oldSession = losing.client().getZookeeperClient().getZooKeeper().getSessionId();
+        byte[] oldPassword = losing.client().getZookeeperClient().getZooKeeper().getSessionPasswd();
+        queue(zk.newClient(), path).offer("job");
+
+        // The claim lands and its reply is lost; the client is cut off until it has given up on its session.
+        losing.replies().after(List.of("MultiReadImpl"));
+        proxy.refuseConnections(true);
+        CompletableFuture<Optional<Claim<String>>> claiming = Background.call(() -> consumer.claim(Duration.ZERO));
+        await().atMost(WAIT).until(() -> proxy.repliesLost() == 1);
+        proxy.cutConnections();
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> losing.client().getZookeeperClient().getZooKeeper().getSessionId() != oldSession);
+        proxy.refuseConnections(false);
+
+        // The claim died with its session. The item is free again before the server ends that session: the same call
+        // may claim it anew on the new session, or the next consumer to look takes it.
+        Optional<Claim<String>> again = claiming.get(20, TimeUnit.SECONDS);
+        if (again.isPresent()) {
+            assertEquals("job", again.get().item());
+            assertTrue(again.get().ack());
+        } else {
+            assertEquals("job", queue(zk.newOutageProofClient(), path).poll(Duration.ofSeconds(15)));
+        }
+        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
