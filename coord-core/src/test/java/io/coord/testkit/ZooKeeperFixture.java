@@ -14,6 +14,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.FourLetterWordMain;
@@ -157,10 +158,38 @@ public final class ZooKeeperFixture
     }
 
     /**
-     * Ends session {@code sessionId} on the server if it is still alive there, and answers whether it was: a handle
-     * that joins a live session connects, one that joins an ended session is told it expired.
+     * Options under which a client declares its session lost once cut off for 2 s (Curator's simulated expiry) while
+     * the server keeps it for 20 s, and gives up on a request after one try: a client that moves on from a session
+     * the server still keeps.
      */
-    public boolean endSessionIfAlive(long sessionId, byte[] password) throws Exception {
+    public static void givingUpBeforeTheServer(CuratorFrameworkFactory.Builder builder) {
+        builder.sessionTimeoutMs(20_000)
+                .simulatedSessionExpirationPercent(10)
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(0, 0));
+    }
+
+    /** A started, connected client with {@link #givingUpBeforeTheServer} options. */
+    public CuratorFramework newClientGivingUpBeforeTheServer() throws InterruptedException {
+        return newCustomClient(ZooKeeperFixture::givingUpBeforeTheServer);
+    }
+
+    /** A session as the server knows it: what a handle needs to join it. */
+    public record Session(long id, byte[] password) {
+        /** The session {@code client} is on now. */
+        public static Session of(CuratorFramework client) throws Exception {
+            ZooKeeper handle = client.getZookeeperClient().getZooKeeper();
+            return new Session(handle.getSessionId(), handle.getSessionPasswd());
+        }
+    }
+
+    /**
+     * Ends {@code session} on the server if it is still alive there, and answers whether it was: a handle that joins
+     * a live session connects, one that joins an ended session is told it expired.
+     */
+    public boolean endSessionIfAlive(Session session) throws Exception {
+        long sessionId = session.id();
+        byte[] password = session.password();
         CountDownLatch answered = new CountDownLatch(1);
         AtomicBoolean alive = new AtomicBoolean();
         Watcher watcher = e -> {

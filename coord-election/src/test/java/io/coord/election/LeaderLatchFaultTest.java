@@ -16,13 +16,13 @@ import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperFixture.Session;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
@@ -135,13 +135,8 @@ class LeaderLatchFaultTest {
     @Test
     void aLeaderDeclaredLostWhileCutOffHandsOverOnceBackWithoutWaitingForTheServersExpiry() throws Exception {
         String path = ZooKeeperFixture.uniquePath("lost-while-cut-off");
-        // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection.
-        CuratorFramework leaderClient = zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
-                .simulatedSessionExpirationPercent(10)
-                .connectionTimeoutMs(1_000)
-                .retryPolicy(new RetryNTimes(0, 0)));
-        long oldSession = leaderClient.getZookeeperClient().getZooKeeper().getSessionId();
-        byte[] oldPassword = leaderClient.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        CuratorFramework leaderClient = zk.newClientGivingUpBeforeTheServer();
+        Session oldSession = Session.of(leaderClient);
         LeaderLatch old = new LeaderLatch(leaderClient, path, "old");
         TermRecorder oldTerms = new TermRecorder();
         old.addListener(oldTerms, Runnable::run);
@@ -167,7 +162,7 @@ class LeaderLatchFaultTest {
                         ids -> ids.equals(List.of("next", "old")));
         assertFalse(old.hasLeadership());
         // The hand-over did not wait for the server to expire the old session, which still lives.
-        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        assertTrue(zk.endSessionIfAlive(oldSession), "the old session had already expired");
 
         next.close();
         assertTrue(old.await(Duration.ofSeconds(20)));

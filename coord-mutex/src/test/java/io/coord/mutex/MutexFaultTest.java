@@ -15,6 +15,7 @@ import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperFixture.Session;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -376,12 +377,8 @@ class MutexFaultTest {
         String path = ZooKeeperFixture.uniquePath("lost-while-cut-off");
         // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection,
         // and gives up on any one request after a single failed try.
-        CuratorFramework holderClient = zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
-                .simulatedSessionExpirationPercent(10)
-                .connectionTimeoutMs(1_000)
-                .retryPolicy(new RetryNTimes(0, 0)));
-        long oldSession = holderClient.getZookeeperClient().getZooKeeper().getSessionId();
-        byte[] oldPassword = holderClient.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        CuratorFramework holderClient = zk.newClientGivingUpBeforeTheServer();
+        Session old = Session.of(holderClient);
         Lease held = new ReentrantMutex(holderClient, path).acquireAsync().get(10, TimeUnit.SECONDS);
         CuratorFramework waiterClient = zk.newClient();
         CompletableFuture<Void> waiterLost = new CompletableFuture<>();
@@ -405,7 +402,7 @@ class MutexFaultTest {
         assertTrue(granted.fencingToken() > held.fencingToken());
         // The old session still lived on the server when the waiter got in: the node went by our delete, retried
         // across the reconnect, not by the server expiring the session.
-        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        assertTrue(zk.endSessionIfAlive(old), "the old session had already expired");
         granted.close();
         zk.assertNoLeaks(path);
     }
@@ -413,13 +410,8 @@ class MutexFaultTest {
     @Test
     void aWaiterDeclaredLostWhileCutOffLeavesNoNodeAheadOfTheOthers() throws Exception {
         String path = ZooKeeperFixture.uniquePath("waiter-lost-while-cut-off");
-        // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection.
-        CuratorFramework cutOff = zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
-                .simulatedSessionExpirationPercent(10)
-                .connectionTimeoutMs(1_000)
-                .retryPolicy(new RetryNTimes(0, 0)));
-        long oldSession = cutOff.getZookeeperClient().getZooKeeper().getSessionId();
-        byte[] oldPassword = cutOff.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        CuratorFramework cutOff = zk.newClientGivingUpBeforeTheServer();
+        Session old = Session.of(cutOff);
         ReentrantMutex holder = new ReentrantMutex(zk.newOutageProofClient(), path);
         Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
         CompletableFuture<Lease> first = new ReentrantMutex(cutOff, path).acquireAsync();
@@ -432,7 +424,7 @@ class MutexFaultTest {
         await().atMost(Duration.ofSeconds(20))
                 .until(() -> !cutOff.getZookeeperClient().isConnected());
         await().atMost(Duration.ofSeconds(20))
-                .until(() -> cutOff.getZookeeperClient().getZooKeeper().getSessionId() != oldSession);
+                .until(() -> cutOff.getZookeeperClient().getZooKeeper().getSessionId() != old.id());
         zk.restartServer();
 
         // The waiter queues again on its new session, behind the second, and takes its old node away.
@@ -441,7 +433,7 @@ class MutexFaultTest {
                         .noneMatch(p -> p.nodeName().equals(firstNode)));
         held.close();
         Lease next = second.get(20, TimeUnit.SECONDS);
-        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        assertTrue(zk.endSessionIfAlive(old), "the old session had already expired");
         assertFalse(first.isDone());
         next.close();
         first.get(20, TimeUnit.SECONDS).close();

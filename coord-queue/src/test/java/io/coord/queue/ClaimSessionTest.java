@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.util.List;
@@ -23,6 +24,8 @@ import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** A claim belongs to the session that made it: a reconnection keeps it, and an expired one never touches a newer. */
 @Timeout(60)
@@ -177,57 +180,29 @@ class ClaimSessionTest {
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
-    @Test
-    void aClaimDeclaredLostWhileCutOffIsDeadAndItsItemGoesToAnotherWithoutWaitingForTheServersExpiry()
+    @ParameterizedTest(name = "closed while cut off: {0}")
+    @ValueSource(booleans = {false, true})
+    void aClaimWhoseClientGaveUpOnItsSessionFreesItsItemWithoutWaitingForTheServersExpiry(boolean closedWhileCutOff)
             throws Exception {
-        String path = ZooKeeperFixture.uniquePath("lost-while-cut-off");
-        CuratorFramework cutOff = clientGivingUpBeforeTheServer();
-        long oldSession = sessionOf(cutOff);
-        byte[] oldPassword = cutOff.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        String path = ZooKeeperFixture.uniquePath("given-up");
+        CuratorFramework cutOff = zk.newClientGivingUpBeforeTheServer();
+        Session old = Session.of(cutOff);
         DistributedQueue<String> claimer = queue(cutOff, path);
         claimer.offer("x");
         Claim<String> claim = claimer.claim(WAIT).orElseThrow();
 
         zk.stopServer();
-        await().atMost(Duration.ofSeconds(20)).until(() -> sessionOf(cutOff) != oldSession);
+        if (closedWhileCutOff) {
+            claim.close();
+        }
+        await().atMost(Duration.ofSeconds(20)).until(() -> sessionOf(cutOff) != old.id());
         zk.restartServer();
 
         assertEquals("x", queue(zk.newOutageProofClient(), path).poll(Duration.ofSeconds(15)));
-        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        assertTrue(zk.endSessionIfAlive(old), "the old session had already expired");
         assertFalse(claim.ack(), "the claim died with the session its client gave up on");
         claim.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
-    }
-
-    @Test
-    void aClaimClosedWhileCutOffIsReleasedOnceBackEvenIfItsClientGaveUpOnTheSession() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("closed-while-cut-off");
-        CuratorFramework cutOff = clientGivingUpBeforeTheServer();
-        long oldSession = sessionOf(cutOff);
-        byte[] oldPassword = cutOff.getZookeeperClient().getZooKeeper().getSessionPasswd();
-        DistributedQueue<String> claimer = queue(cutOff, path);
-        claimer.offer("x");
-        Claim<String> claim = claimer.claim(WAIT).orElseThrow();
-
-        zk.stopServer();
-        claim.close();
-        await().atMost(Duration.ofSeconds(20)).until(() -> sessionOf(cutOff) != oldSession);
-        zk.restartServer();
-
-        assertEquals("x", queue(zk.newOutageProofClient(), path).poll(Duration.ofSeconds(15)));
-        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
-    }
-
-    /**
-     * A client whose server keeps its session for 20 s, but which declares it lost after 2 s without a connection,
-     * and gives up on a request after one try.
-     */
-    private static CuratorFramework clientGivingUpBeforeTheServer() throws Exception {
-        return zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
-                .simulatedSessionExpirationPercent(10)
-                .connectionTimeoutMs(1_000)
-                .retryPolicy(new RetryNTimes(0, 0)));
     }
 
     private static void deleteSessionMarkers(String path) throws Exception {

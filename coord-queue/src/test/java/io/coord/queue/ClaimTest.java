@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.internal.ClientContext;
 import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.util.List;
@@ -325,7 +326,6 @@ class ClaimTest {
     @Test
     void aClaimThatLandedOnASessionItsClientThenGaveUpOnIsWithdrawnOnceBack() throws Exception {
         String path = ZooKeeperFixture.uniquePath("claim-landed-lost");
-        // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection.
         LosingConsumer losing = losingConsumer(
                 path,
                 builder -> builder.sessionTimeoutMs(20_000)
@@ -338,8 +338,7 @@ class ClaimTest {
         try (Claim<String> warmUp = consumer.claim(Duration.ZERO).orElseThrow()) {
             assertTrue(warmUp.ack());
         }
-        long oldSession = losing.client().getZookeeperClient().getZooKeeper().getSessionId();
-        byte[] oldPassword = losing.client().getZookeeperClient().getZooKeeper().getSessionPasswd();
+        Session old = Session.of(losing.client());
         queue(zk.newClient(), path).offer("job");
 
         // The claim lands and its reply is lost; the client is cut off until it has given up on its session.
@@ -349,7 +348,7 @@ class ClaimTest {
         await().atMost(WAIT).until(() -> proxy.repliesLost() == 1);
         proxy.cutConnections();
         await().atMost(Duration.ofSeconds(20))
-                .until(() -> losing.client().getZookeeperClient().getZooKeeper().getSessionId() != oldSession);
+                .until(() -> losing.client().getZookeeperClient().getZooKeeper().getSessionId() != old.id());
         proxy.refuseConnections(false);
 
         // The claim died with its session. The item is free again before the server ends that session: the same call
@@ -361,7 +360,7 @@ class ClaimTest {
         } else {
             assertEquals("job", queue(zk.newOutageProofClient(), path).poll(Duration.ofSeconds(15)));
         }
-        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        assertTrue(zk.endSessionIfAlive(old), "the old session had already expired");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 

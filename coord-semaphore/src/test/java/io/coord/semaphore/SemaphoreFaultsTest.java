@@ -18,6 +18,7 @@ import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
@@ -82,13 +83,8 @@ class SemaphoreFaultsTest {
     @Test
     void permitsDeclaredLostWhileCutOffAreFreedOnceBackWithoutWaitingForTheServersExpiry() throws Exception {
         String path = ZooKeeperFixture.uniquePath("lost-while-cut-off");
-        // The server keeps this session for 20 s, but the client declares it lost after 2 s without a connection.
-        CuratorFramework holderClient = zk.newCustomClient(b -> b.sessionTimeoutMs(20_000)
-                .simulatedSessionExpirationPercent(10)
-                .connectionTimeoutMs(1_000)
-                .retryPolicy(new RetryNTimes(0, 0)));
-        long oldSession = holderClient.getZookeeperClient().getZooKeeper().getSessionId();
-        byte[] oldPassword = holderClient.getZookeeperClient().getZooKeeper().getSessionPasswd();
+        CuratorFramework holderClient = zk.newClientGivingUpBeforeTheServer();
+        Session old = Session.of(holderClient);
         DistributedSemaphore holder = new DistributedSemaphore(holderClient, path, 3);
         DistributedSemaphore waiter = new DistributedSemaphore(zk.newOutageProofClient(), path, 3);
         Lease held = holder.acquire(2);
@@ -106,7 +102,7 @@ class SemaphoreFaultsTest {
         assertEquals(3, waiter.participants().size());
         // The permits came back by the holder's own deletes, not by the server expiring its session, which still
         // lives.
-        assertTrue(zk.endSessionIfAlive(oldSession, oldPassword), "the old session had already expired");
+        assertTrue(zk.endSessionIfAlive(old), "the old session had already expired");
         assertFalse(holder.tryAcquire(1, Duration.ZERO).isPresent(), "3 of 3 permits are held");
         granted.close();
         other.close();
