@@ -74,7 +74,10 @@ public final class LeaderSelector implements AutoCloseable {
         terms.start();
     }
 
-    /** Re-enter the election after each term from now on, at the back of the queue. */
+    /**
+     * Re-enter the election after each term from now on, at the back of the queue: queued again before the term's
+     * node is deleted, so that selectors which all requeue take turns in one order, each leading once per round.
+     */
     public void autoRequeue() {
         terms.autoRequeue();
     }

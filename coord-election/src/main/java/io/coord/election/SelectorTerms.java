@@ -274,14 +274,17 @@ final class SelectorTerms {
         } finally {
             lock.unlock();
         }
-        // Deleted before the next create: one session's requests are served in order, so we queue behind the rest.
-        lease.close();
-        if (again) {
-            try {
+        // The next attempt's create is sent before this term's delete, and one session's requests are served in
+        // order: it queues behind everyone already waiting, and ahead of whoever leads next, so that requeueing
+        // selectors take turns in one order, round after round.
+        try {
+            if (again) {
                 join();
-            } catch (RuntimeException e) {
-                log.warn("{} cannot queue again after its term", name, e);
             }
+        } catch (RuntimeException e) {
+            log.warn("{} cannot queue again after its term", name, e);
+        } finally {
+            lease.close();
         }
     }
 
