@@ -11,6 +11,7 @@ import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperFixture.Session;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -157,11 +158,7 @@ class LeaderSelectorTest {
         CuratorFramework firstClient = zk.newClient();
         LeaderSelector first = recordingSelector(firstClient, path, "first", terms, tokens);
         LeaderSelector second = recordingSelector(zk.newClient(), path, "second", terms, tokens);
-        first.autoRequeue();
-        first.start();
-        await().until(first::hasLeadership);
-        second.start();
-        await().until(() -> first.participants().size() == 2);
+        firstLeadsSecondWaits(first, second);
 
         zk.expireSession(firstClient);
         await().until(second::hasLeadership);
@@ -170,12 +167,53 @@ class LeaderSelectorTest {
                 .atMost(Duration.ofSeconds(20))
                 .until(() -> ids(second).equals(List.of("second", "first")));
 
+        theFirstLeadsAgainOnceTheSecondLeaves(first, second, terms, tokens);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLeaderWhoseClientGivesUpOnItsSessionHandsOverOnceBackWithoutWaitingForTheServersExpiry() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("given-up");
+        List<String> terms = new CopyOnWriteArrayList<>();
+        List<Long> tokens = new CopyOnWriteArrayList<>();
+        CuratorFramework firstClient = zk.newClientGivingUpBeforeTheServer();
+        Session old = Session.of(firstClient);
+        LeaderSelector first = recordingSelector(firstClient, path, "first", terms, tokens);
+        LeaderSelector second = recordingSelector(zk.newOutageProofClient(), path, "second", terms, tokens);
+        firstLeadsSecondWaits(first, second);
+
+        zk.stopServer();
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> firstClient.getZookeeperClient().getZooKeeper().getSessionId() != old.id());
+        zk.restartServer();
+
+        await().atMost(Duration.ofSeconds(20)).until(second::hasLeadership);
+        await().alias("the first queued again on its new session, behind the second")
+                .atMost(Duration.ofSeconds(20))
+                .until(() -> ids(second).equals(List.of("second", "first")));
+        assertTrue(zk.endSessionIfAlive(old), "the old session had already expired");
+        theFirstLeadsAgainOnceTheSecondLeaves(first, second, terms, tokens);
+        zk.assertNoLeaks(path);
+    }
+
+    /** Starts {@code first}, requeueing after each term, and {@code second} behind it once it leads. */
+    private static void firstLeadsSecondWaits(LeaderSelector first, LeaderSelector second) {
+        first.autoRequeue();
+        first.start();
+        await().until(first::hasLeadership);
+        second.start();
+        await().until(() -> first.participants().size() == 2);
+    }
+
+    /** Closes the leading {@code second}, and checks the terms were the first's, the second's, then the first's. */
+    private static void theFirstLeadsAgainOnceTheSecondLeaves(
+            LeaderSelector first, LeaderSelector second, List<String> terms, List<Long> tokens) {
         second.close();
-        await().until(() -> terms.size() == 3); // a task records its term as it starts, just after it leads
+        // A task records its term as it starts, just after it leads.
+        await().atMost(Duration.ofSeconds(20)).until(() -> terms.size() == 3);
         assertEquals(List.of("first", "second", "first"), terms);
         assertTrue(tokens.get(0) < tokens.get(1) && tokens.get(1) < tokens.get(2), tokens.toString());
         first.close();
-        zk.assertNoLeaks(path);
     }
 
     private static LeaderSelector recordingSelector(
