@@ -63,7 +63,7 @@ final class QueueClaim<T> implements Claim<T> {
         QueueClaim<T> claim = new QueueClaim<>(queue, name, session, item, marker);
         queue.claims.add(claim);
         if (queue.context.sessionId() != session) {
-            claim.sessionEnded(); // its end passed the claim by
+            queue.withdrawals.execute(claim::sessionEnded); // its end passed the claim by
         }
         return claim;
     }
@@ -172,23 +172,21 @@ final class QueueClaim<T> implements Claim<T> {
     }
 
     /**
-     * The client is on a new session, or has none: a claim made on an older one is lost to its holder. On a thread
-     * that may wait for the claim's lock, never on ZooKeeper's.
+     * The client is on a new session, or has none: a claim made on an older one is lost to its holder. Waits for the
+     * claim's lock, so never on ZooKeeper's threads: on the queue's {@code withdrawals}.
      */
     void sessionEnded() {
-        queue.context.callbacks().execute(() -> {
-            lock.lock();
-            try {
-                if (state != State.HELD || queue.context.sessionId() == session) {
-                    return;
-                }
-                state = State.LOST;
-                queue.claims.remove(this);
-                withdraw(queue, name, provenBy);
-            } finally {
-                lock.unlock();
+        lock.lock();
+        try {
+            if (state != State.HELD || queue.context.sessionId() == session) {
+                return;
             }
-        });
+            state = State.LOST;
+            queue.claims.remove(this);
+            withdraw(queue, name, provenBy);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
@@ -207,7 +205,7 @@ final class QueueClaim<T> implements Claim<T> {
         if (marker == null || tries == 0) {
             return; // never proven by a marker of its session: left to that session's end
         }
-        queue.context.whenConnected(() -> queue.context.callbacks().execute(() -> send(queue, name, marker, tries)));
+        queue.context.whenConnected(() -> queue.withdrawals.execute(() -> send(queue, name, marker, tries)));
     }
 
     private static void send(SharedQueue queue, String name, String marker, int tries) {

@@ -335,11 +335,10 @@ final class QueueConsumer<T> {
         }
         long owner =
                 outcome.reply() != null && queue.context.sessionId() == session ? session : queue.claimOwner(claimPath);
+        String provenBy = owner == session ? marker : null;
         if (owner == 0 || owner != queue.context.sessionId()) {
             queue.items.putBack(name); // the claim died with its session before it could be used
-            if (owner == session) {
-                QueueClaim.withdraw(queue, name, marker); // though the server may keep that session a while
-            }
+            QueueClaim.withdraw(queue, name, provenBy); // though the server may keep its session a while
             return;
         }
         // A claim that landed on a newer session than the marker's (Curator sent it again there) is held all the
@@ -348,9 +347,10 @@ final class QueueConsumer<T> {
         if (queue.context.sessionId() != owner) {
             // The session ended after the check above but before the name was held, so its end passed the name by.
             queue.items.released(name, owner);
+            QueueClaim.withdraw(queue, name, provenBy);
             return;
         }
-        taken.add(new Taken<>(item, QueueClaim.held(queue, name, owner, item, owner == session ? marker : null)));
+        taken.add(new Taken<>(item, QueueClaim.held(queue, name, owner, item, provenBy)));
     }
 
     /**

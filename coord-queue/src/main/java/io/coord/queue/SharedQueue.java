@@ -3,11 +3,13 @@ package io.coord.queue;
 import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
+import io.coord.core.internal.SerialExecutor;
 import io.coord.core.internal.SingleFlight;
 import java.util.Arrays;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -29,6 +31,11 @@ final class SharedQueue {
     final SessionMarker marker;
     /** The claims this client holds on the queue, so that a session's end reaches them. */
     final Set<QueueClaim<?>> claims = ConcurrentHashMap.newKeySet();
+    /**
+     * Ends the claims of sessions the client has left and sends their withdrawals (see {@link QueueClaim}), one at a
+     * time: however many claims a session held, one thread and one write slot see to them.
+     */
+    final Executor withdrawals = SerialExecutor.onCallbacks();
     /** The Stat of the items parent (null if it does not exist yet): numChildren is the size. */
     final SingleFlight<Stat> counts;
 
@@ -127,9 +134,10 @@ final class SharedQueue {
             case RECONNECTED -> items.reconnected(); // same session: claims and watches survived, events did not
             case SESSION_ENDED, NEW_SESSION -> {
                 items.sessionEnded(context.sessionId());
-                claims.forEach(QueueClaim::sessionEnded);
+                withdrawals.execute(() -> claims.forEach(QueueClaim::sessionEnded));
             }
             case CLOSED -> {
+                claims.clear(); // they end with the client's session
                 slots.deleteAll(); // sent ahead of the session's close, while the client can still send
                 items.sessionEnded(0);
             }

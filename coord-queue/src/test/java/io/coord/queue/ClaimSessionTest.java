@@ -12,6 +12,7 @@ import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -182,26 +183,45 @@ class ClaimSessionTest {
 
     @ParameterizedTest(name = "closed while cut off: {0}")
     @ValueSource(booleans = {false, true})
-    void aClaimWhoseClientGaveUpOnItsSessionFreesItsItemWithoutWaitingForTheServersExpiry(boolean closedWhileCutOff)
+    void claimsWhoseClientGaveUpOnTheirSessionFreeTheirItemsWithoutWaitingForTheServersExpiry(boolean closedWhileCutOff)
             throws Exception {
         String path = ZooKeeperFixture.uniquePath("given-up");
         CuratorFramework cutOff = zk.newClientGivingUpBeforeTheServer();
         Session old = Session.of(cutOff);
         DistributedQueue<String> claimer = queue(cutOff, path);
-        claimer.offer("x");
-        Claim<String> claim = claimer.claim(WAIT).orElseThrow();
+        List<String> items = List.of("x0", "x1", "x2", "x3", "x4", "x5");
+        List<Claim<String>> claims = new ArrayList<>();
+        for (String item : items) {
+            claimer.offer(item);
+            claims.add(claimer.claim(WAIT).orElseThrow());
+        }
+        CuratorFramework reader = zk.newOutageProofClient();
+        DistributedQueue<String> next = queue(reader, path);
+        next.offer("warm-up"); // the other consumer's own slot
+        assertEquals("warm-up", next.poll());
+        int slots = reader.getChildren().forPath(path + "/slots").size();
 
         zk.stopServer();
         if (closedWhileCutOff) {
-            claim.close();
+            claims.forEach(Claim::close);
         }
         await().atMost(Duration.ofSeconds(20)).until(() -> sessionOf(cutOff) != old.id());
         zk.restartServer();
 
-        assertEquals("x", queue(zk.newOutageProofClient(), path).poll(Duration.ofSeconds(15)));
+        for (String item : items) {
+            assertEquals(item, next.poll(Duration.ofSeconds(15)));
+        }
         assertTrue(zk.endSessionIfAlive(old), "the old session had already expired");
-        assertFalse(claim.ack(), "the claim died with the session its client gave up on");
-        claim.close();
+        for (Claim<String> claim : claims) {
+            assertFalse(claim.ack(), "the claim died with the session its client gave up on");
+            claim.close();
+        }
+        if (!closedWhileCutOff) { // each close sends its release at once, through a slot of its own
+            assertEquals(
+                    slots,
+                    reader.getChildren().forPath(path + "/slots").size(),
+                    "the withdrawals go one at a time, through a slot already made");
+        }
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
