@@ -76,7 +76,8 @@ public final class LeaderSelector implements AutoCloseable {
 
     /**
      * Re-enter the election after each term from now on, at the back of the queue: queued again before the term's
-     * node is deleted, so that selectors which all requeue take turns in one order, each leading once per round.
+     * node is deleted, so that selectors which all requeue take turns in one order, each leading once per round (a
+     * term that ends while its client is disconnected may lose its place).
      */
     public void autoRequeue() {
         terms.autoRequeue();
