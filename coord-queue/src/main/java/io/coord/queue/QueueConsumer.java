@@ -335,7 +335,7 @@ final class QueueConsumer<T> {
         }
         long owner =
                 outcome.reply() != null && queue.context.sessionId() == session ? session : queue.claimOwner(claimPath);
-        String provenBy = owner == session ? marker : null;
+        String provenBy = owner != 0 && owner == session ? marker : null;
         if (owner == 0 || owner != queue.context.sessionId()) {
             queue.items.putBack(name); // the claim died with its session before it could be used
             QueueClaim.withdraw(queue, name, provenBy); // though the server may keep its session a while
