@@ -368,6 +368,11 @@ public final class ClientContext {
     /**
      * Registers a granted lease, HELD or SUSPECT as the connection stands. Returns null if the znodes belong to a
      * session other than the current one: such nodes are dead or dying, and must never be reported as held.
+     *
+     * <p>The handle is asked too: Curator tells of a reconnection on a thread of its own, while ZooKeeper's event
+     * thread goes on answering on the new connection, so a grant can be decided before the context hears of it. Such
+     * a lease is held; SUSPECT would end a selector's term before it began. Asked under the lock, after any news of a
+     * drop that came before: such news would have found the handle disconnected already.
      */
     LeaseImpl newLease(LeaseEngine engine, List<String> nodes, long fencingToken, long ownerSession) {
         stateLock.lock();
@@ -375,8 +380,8 @@ public final class ClientContext {
             if (closed || ownerSession != sessionId()) {
                 return null;
             }
-            LeaseImpl lease = new LeaseImpl(
-                    this, engine, nodes, fencingToken, ownerSession, connected ? LeaseState.HELD : LeaseState.SUSPECT);
+            LeaseState state = connected || handleConnected() ? LeaseState.HELD : LeaseState.SUSPECT;
+            LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, state);
             leases.add(lease);
             nodes.forEach(node -> leasesByNode.put(node, lease));
             return lease;
@@ -505,7 +510,8 @@ public final class ClientContext {
         }
     }
 
-    private void stateChanged(CuratorFramework c, ConnectionState state) {
+    /** Curator's news of the connection, on its listener thread (and from a test playing news that comes late). */
+    void stateChanged(CuratorFramework c, ConnectionState state) {
         List<Runnable> ready = List.of();
         List<LeaseImpl> toConfirm = List.of();
         List<LeaseImpl> lost = List.of();

@@ -1,0 +1,49 @@
+package io.coord.core.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.coord.core.Lease;
+import io.coord.core.LeasePredicate;
+import io.coord.core.LeaseState;
+import io.coord.testkit.EngineMode;
+import io.coord.testkit.InBothEngineModes;
+import io.coord.testkit.ZooKeeperFixture;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.Parameter;
+
+/**
+ * Curator tells its connection listeners of a reconnection on a thread of its own, after ZooKeeper's event thread has
+ * gone on to answer requests on the new connection. What is granted in between is held.
+ */
+@InBothEngineModes
+@Timeout(60)
+class LateConnectionNewsTest {
+    @RegisterExtension
+    static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Parameter
+    EngineMode mode;
+
+    @Test
+    void aLeaseGrantedBeforeTheClientHearsItIsConnectedAgainIsHeld() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("late-news");
+        CuratorFramework client = zk.newClient();
+        ClientContext context = ClientContext.of(client);
+        LeaseEngine engine = new LeaseEngine(client, path, "lock-", LeasePredicate.maxLeases(1), new byte[0]);
+
+        // The handle is connected, and the context has heard only of the drop before.
+        context.stateChanged(client, ConnectionState.SUSPENDED);
+        Lease lease = engine.acquireAsync().get(10, TimeUnit.SECONDS);
+        assertEquals(LeaseState.HELD, lease.state(), "a grant decided on the live connection");
+
+        context.stateChanged(client, ConnectionState.RECONNECTED);
+        assertEquals(LeaseState.HELD, lease.state());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+}
