@@ -289,9 +289,7 @@ final class QueueClaim<T> implements Claim<T> {
                     return;
                 }
                 if (queue.context.sessionId() != session) {
-                    answered.complete(null);
-                    withdraw(queue, name, provenBy); // the claim died with its session, though its node may live on
-                    return;
+                    break; // the claim died with its session
                 }
                 if (outcome.failedOp() == 0 && outcome.code() == Code.NONODE && markersMade < MAX_MARKERS) {
                     answered.complete(null);
@@ -303,6 +301,9 @@ final class QueueClaim<T> implements Claim<T> {
                     log.debug("release of {} left to its session's end: {}", claimPath, outcome.code());
                     return;
                 }
+            }
+            if (queue.context.sessionId() != session) {
+                withdraw(queue, name, provenBy); // nothing sent landed, and the session may live on at the server
             }
         } catch (RuntimeException e) {
             log.debug("release of {} left to its session's end", claimPath, e);
