@@ -12,12 +12,15 @@ import org.slf4j.LoggerFactory;
 /**
  * The user's listeners of one object (a lease, an election), each with its executor. Changes are handed over
  * through the object's {@link SerialExecutor}, so every listener hears them in the order they happened, and never on
- * ZooKeeper's event thread. A listener that throws, or whose executor refuses, is logged and ignored.
+ * ZooKeeper's event thread. Each listener's calls also run one at a time on its executor, the next only once the one
+ * before has returned, so that a pool of many threads cannot overlap or reorder them. A listener that throws is
+ * logged and ignored; a change its executor refuses is logged and handed over again with the next change.
  */
 public final class OrderedListeners<L> {
     private static final Logger log = LoggerFactory.getLogger(OrderedListeners.class);
 
-    private record Registration<L>(L listener, Executor executor) {}
+    /** A listener, and its executor behind a serial queue of its own. */
+    private record Registration<L>(L listener, Executor calls) {}
 
     private final String path;
     private final Executor serial;
@@ -31,7 +34,7 @@ public final class OrderedListeners<L> {
     public void add(L listener, Executor executor) {
         registered.add(new Registration<>(
                 Objects.requireNonNull(listener, "listener must not be null"),
-                Objects.requireNonNull(executor, "executor must not be null")));
+                new SerialExecutor(Objects.requireNonNull(executor, "executor must not be null"))));
     }
 
     /**
@@ -46,7 +49,7 @@ public final class OrderedListeners<L> {
 
     private void deliver(Registration<L> r, String change, Consumer<L> call) {
         try {
-            r.executor().execute(() -> {
+            r.calls().execute(() -> {
                 try {
                     call.accept(r.listener());
                 } catch (RuntimeException e) {
@@ -54,6 +57,7 @@ public final class OrderedListeners<L> {
                 }
             });
         } catch (RejectedExecutionException e) {
+            // The call stays queued behind this listener's earlier ones: the next change hands both over again.
             log.warn("executor of listener {} rejected {} for {}", r.listener(), change, path, e);
         }
     }
