@@ -306,14 +306,22 @@ public final class LeaderObserver implements AutoCloseable {
     /** Under {@link #lock}: takes {@code lowest} as the leader's node; returns it if its id must be read. */
     private Optional<SequenceNode> newHead(Optional<SequenceNode> lowest) {
         String name = lowest.map(SequenceNode::name).orElse(null);
-        if (phase != Phase.STARTED || Objects.equals(name, leaderNode)) {
+        if (phase != Phase.STARTED) {
+            return Optional.empty();
+        }
+        if (name == null) {
+            // Told even when no leader was known here: a failed read of the last one's id forgets its node, while
+            // the listeners may still believe in the leader before it.
+            leaderNode = null;
+            leader = null;
+            report(null);
+            return Optional.empty();
+        }
+        if (name.equals(leaderNode)) {
             return Optional.empty(); // no change, or its id is already being read
         }
         leaderNode = name;
         leader = null; // whoever led before is gone, whether or not we know the new one's id yet
-        if (name == null) {
-            report(null);
-        }
         return lowest;
     }
 

@@ -11,7 +11,9 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.AfterEachCallback;
@@ -73,8 +75,14 @@ final class ClusterFixture implements BeforeAllCallback, AfterEachCallback, Afte
 
     /** Like {@link #newClient(String)}, with a session of {@code sessionTimeout}. */
     CuratorFramework newClient(String connectString, Duration sessionTimeout) throws InterruptedException {
-        CuratorFramework client = ensemble.unstartedClient(
-                builder -> builder.connectString(connectString).sessionTimeoutMs((int) sessionTimeout.toMillis()));
+        return newClient(connectString, builder -> builder.sessionTimeoutMs((int) sessionTimeout.toMillis()));
+    }
+
+    /** Like {@link #newClient(String)}, with the builder's settings changed by {@code custom}. */
+    CuratorFramework newClient(String connectString, Consumer<CuratorFrameworkFactory.Builder> custom)
+            throws InterruptedException {
+        CuratorFramework client =
+                ensemble.unstartedClient(builder -> custom.accept(builder.connectString(connectString)));
         mode.apply(client);
         return ensemble.connect(client);
     }
