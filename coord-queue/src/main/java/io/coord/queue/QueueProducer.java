@@ -11,6 +11,7 @@ import io.coord.core.internal.TransactionOps;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
@@ -39,12 +40,30 @@ final class QueueProducer {
     /** Transactions of one producer in flight at once before further writes gather into a shared one. */
     private static final int MAX_IN_FLIGHT = 1;
 
-    /** Writes gathered for one transaction, sent by the first of them once it is their turn. */
+    /**
+     * Writes gathered for one transaction. Once it is their turn the batch is closed, and the first of its writers to
+     * see that sends it; until then a writer may still leave it.
+     */
     private static final class Batch {
-        final List<byte[]> stored = new ArrayList<>();
+        // Guarded by the producer's lock: each writer's items, in the order they joined.
+        final List<List<byte[]>> writes = new ArrayList<>();
         long bytes;
+        int items;
+        boolean claimed;
         final CompletableFuture<Void> turn = new CompletableFuture<>();
         final CompletableFuture<Boolean> landed = new CompletableFuture<>();
+
+        void add(List<byte[]> stored, long size) {
+            writes.add(stored);
+            bytes += size;
+            items += stored.size();
+        }
+
+        List<byte[]> stored() {
+            List<byte[]> all = new ArrayList<>(items);
+            writes.forEach(all::addAll);
+            return all;
+        }
     }
 
     private final SharedQueue queue;
@@ -80,7 +99,7 @@ final class QueueProducer {
 
     private boolean writeItems(List<byte[]> stored, Deadline deadline) throws InterruptedException {
         if (!deadline.allowsWaiting() || deadline.isForever()) {
-            Boolean combined = combined(stored);
+            Boolean combined = combined(stored, deadline.allowsWaiting());
             if (combined != null) {
                 return combined;
             }
@@ -139,19 +158,21 @@ final class QueueProducer {
 
     /**
      * Concurrent untimed writes through this producer share transactions: while {@value #MAX_IN_FLIGHT} are in
-     * flight, the writes that arrive gather into the next, which the first of them sends as soon as one in flight is
-     * answered. Each write so goes out within one round trip, keeps its items together and in order, and returns once its
-     * transaction landed. Returns null when the write must go alone: the known bound leaves no room for it beside
+     * flight, the writes that arrive gather into the next, which one of them sends as soon as one in flight is
+     * answered. Each write so goes out within one round trip, keeps its items together and in order, and returns once
+     * its transaction landed. Returns null when the write must go alone: the known bound leaves no room for it beside
      * the items already gathered, the next transaction is full, or the bound was forgotten before its transaction
      * landed.
+     *
+     * <p>An {@code interruptible} write that is interrupted while its batch still gathers leaves it, and nothing of it
+     * is written; once the batch is closed it is seen through, and the interrupt flag kept.
      */
-    private Boolean combined(List<byte[]> stored) {
+    private Boolean combined(List<byte[]> stored, boolean interruptible) throws InterruptedException {
         long bytes = 0;
         for (byte[] one : stored) {
             bytes += ItemCodec.requestBytes(queue.layout, one.length - ItemCodec.HEADER_BYTES);
         }
         Batch batch;
-        boolean first;
         lock.lock();
         try {
             int bound = queue.countBound();
@@ -162,48 +183,91 @@ final class QueueProducer {
                 sending++;
                 batch = new Batch();
                 batch.turn.complete(null);
-                first = true;
             } else if (forming == null) {
                 forming = batch = new Batch();
-                first = true;
             } else if (forming.bytes + bytes <= ItemCodec.requestLimit(queue.layout)) {
                 batch = forming;
-                first = false;
             } else {
                 return null;
             }
-            batch.stored.addAll(stored);
-            batch.bytes += bytes;
+            batch.add(stored, bytes);
             reserved += stored.size();
         } finally {
             lock.unlock();
         }
         String items = queue.layout.items();
-        if (first) {
-            BackgroundRequests.awaitFully(batch.turn, items); // the sender before hands over, and the batch is closed
-            try {
-                batch.landed.complete(sendCombined(batch.stored));
-            } catch (RuntimeException | Error e) {
-                batch.landed.completeExceptionally(e);
-            } finally {
-                Batch next;
-                lock.lock();
-                try {
-                    reserved -= batch.stored.size();
-                    next = forming;
-                    forming = null;
-                    if (next == null) {
-                        sending--;
-                    }
-                } finally {
-                    lock.unlock();
-                }
-                if (next != null) {
-                    next.turn.complete(null);
-                }
-            }
+        if (interruptible) {
+            awaitTurn(batch, stored, bytes);
+        } else {
+            BackgroundRequests.awaitFully(batch.turn, items);
+        }
+        if (claim(batch)) {
+            send(batch);
         }
         return BackgroundRequests.awaitFully(batch.landed, items);
+    }
+
+    /** Waits for the batch to close, leaving it if interrupted before. */
+    private void awaitTurn(Batch batch, List<byte[]> stored, long bytes) throws InterruptedException {
+        try {
+            batch.turn.get();
+        } catch (InterruptedException e) {
+            lock.lock();
+            try {
+                if (forming == batch) {
+                    batch.writes.remove(stored);
+                    batch.bytes -= bytes;
+                    batch.items -= stored.size();
+                    reserved -= stored.size();
+                    if (batch.writes.isEmpty()) {
+                        forming = null; // nobody is left to send it: the next write starts a new one
+                    }
+                    throw e;
+                }
+            } finally {
+                lock.unlock();
+            }
+            BackgroundRequests.awaitFully(batch.turn, queue.layout.items()); // closed already: seen through
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("a batch's turn never fails", e);
+        }
+    }
+
+    /** Whether the caller is the one of the batch's writers to send it. */
+    private boolean claim(Batch batch) {
+        lock.lock();
+        try {
+            boolean first = !batch.claimed;
+            batch.claimed = true;
+            return first;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Sends a closed batch, then hands the turn to the batch gathering behind it, if any. */
+    private void send(Batch batch) {
+        try {
+            batch.landed.complete(sendCombined(batch.stored()));
+        } catch (RuntimeException | Error e) {
+            batch.landed.completeExceptionally(e);
+        } finally {
+            Batch next;
+            lock.lock();
+            try {
+                reserved -= batch.items;
+                next = forming;
+                forming = null;
+                if (next == null) {
+                    sending--;
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (next != null) {
+                next.turn.complete(null);
+            }
+        }
     }
 
     /** True once landed; null if the count that let the writes in was forgotten meanwhile: each goes alone. */

@@ -323,6 +323,61 @@ class QueueFaultTest {
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
+    /**
+     * Concurrent puts of one producer share transactions: a put that arrives while one is in flight gathers into the
+     * next. Until that one is sent the put has written nothing, so an interrupt ends it, as it ends any put still
+     * waiting, even while the one in flight waits out an outage.
+     */
+    @Test
+    void aPutInterruptedWhileItsSharedTransactionStillGathersLeavesItAndWritesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("put-interrupted");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        DistributedQueue<String> producer =
+                queue(zk.newCustomClient(builder -> builder.connectString(proxy.connectString())), path);
+        producer.put("first"); // the count is known from here: later puts share transactions
+
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        CompletableFuture<Void> inFlight = new CompletableFuture<>();
+        Thread sender = startPutting(producer, "in flight", inFlight);
+        await("the first put waits for the connection").until(() -> isParked(sender));
+        CompletableFuture<Void> gathered = new CompletableFuture<>();
+        Thread joiner = startPutting(producer, "gathered", gathered);
+        await("the second put waits for its turn").until(() -> isParked(joiner));
+
+        joiner.interrupt();
+        ExecutionException interrupted =
+                assertThrows(ExecutionException.class, () -> gathered.get(10, TimeUnit.SECONDS));
+        assertInstanceOf(InterruptedException.class, interrupted.getCause());
+        assertFalse(inFlight.isDone());
+
+        proxy.refuseConnections(false);
+        inFlight.get(30, TimeUnit.SECONDS);
+        assertEquals(List.of("first", "in flight"), drain(queue(zk.newClient(), path)));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    private static Thread startPutting(DistributedQueue<String> producer, String item, CompletableFuture<Void> done) {
+        Thread t = new Thread(
+                () -> {
+                    try {
+                        producer.put(item);
+                        done.complete(null);
+                    } catch (InterruptedException | RuntimeException e) {
+                        done.completeExceptionally(e);
+                    }
+                },
+                "put " + item);
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    private static boolean isParked(Thread t) {
+        Thread.State state = t.getState();
+        return state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING;
+    }
+
     /** Two small items, then one the picky serializer fails on with {@code thrown}, in a round of its own. */
     private static void assertDrainHandsOverWhatItRemovedBefore(String failing, Class<? extends Throwable> thrown)
             throws Exception {
