@@ -63,7 +63,18 @@ class SequenceNodeTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"lock-12", "lock-00000000x1", "", "abc", "lock-000000001a", "-000000001"})
+    @ValueSource(
+            strings = {
+                "lock-12",
+                "lock-00000000x1",
+                "",
+                "abc",
+                "lock-000000001a",
+                "lock--000000000",
+                "lock-9999999999",
+                "lock2147483648",
+                "lock--2147483649"
+            })
     void nameWithoutTenDigitSuffixIsNotASequenceNode(String name) {
         assertEquals(Optional.empty(), SequenceNode.parse(name), name);
     }
@@ -82,6 +93,45 @@ class SequenceNodeTest {
         SequenceNode node = SequenceNode.parse("lock-2147483647").orElseThrow();
 
         assertEquals(Integer.MAX_VALUE, node.sequence());
+    }
+
+    @Test
+    void namesZooKeeperGivesAfterItsCounterWrappedAreParsedAsNegative() {
+        SequenceNode lowest = parse("_c_" + UUID + "-lock--2147483648");
+        assertEquals("lock-", lowest.prefix());
+        assertEquals(Integer.MIN_VALUE, lowest.sequence());
+        assertEquals(Optional.of(UUID), lowest.protectionId());
+
+        assertEquals(-1_500_000_000L, parse("lock--1500000000").sequence());
+        assertEquals("lock-", parse("lock--1500000000").prefix());
+        assertEquals(1_500_000_000L, parse("lock-1500000000").sequence(), "one dash: a positive number");
+        assertEquals(-999_999_999L, parse("_c_" + UUID + "-W--999999999").sequence());
+        assertEquals("W-", parse("_c_" + UUID + "-W--999999999").prefix());
+        assertEquals(-1L, parse("R--000000001").sequence());
+        assertEquals("R-", parse("R--000000001").prefix());
+        assertEquals(-1L, parse("-000000001").sequence());
+        assertEquals("", parse("-000000001").prefix());
+        assertEquals("lock", parse("lock-2147483648").prefix(), "past the range: the dash is a sign");
+    }
+
+    @Test
+    void nodesNumberedAcrossTheWrapOfZooKeepersCounterSortInTheOrderTheyWereCreated() {
+        List<SequenceNode> expected = new ArrayList<>();
+        for (long i = 0; i < 40; i++) {
+            int counter = (int) (Integer.MAX_VALUE - 19 + i); // wraps to negative halfway
+            expected.add(parse(String.format("_c_%s-%s%010d", UUID, i % 3 == 0 ? "W-" : "R-", counter)));
+        }
+        // Far from the wrap, but less than 2^31 creates from the rest.
+        expected.add(0, parse("lock-1000000000"));
+        expected.add(parse("lock--1000000000"));
+        for (long seed = 0; seed < 20; seed++) {
+            List<SequenceNode> shuffled = new ArrayList<>(expected);
+            Collections.shuffle(shuffled, new Random(seed));
+
+            Collections.sort(shuffled);
+
+            assertEquals(expected, shuffled, "seed " + seed);
+        }
     }
 
     @Test

@@ -15,9 +15,11 @@ import java.util.regex.Pattern;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.test.TestingCluster;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.FourLetterWordMain;
+import org.apache.zookeeper.data.StatPersisted;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
@@ -223,6 +225,39 @@ public final class ZooKeeperFixture
 
     public void restartServer() {
         ensemble.servers().get(0).restart();
+    }
+
+    /**
+     * Sets the counter the server numbers {@code path}'s sequential children with, as if {@code creates} children had
+     * been created under it: the next one is numbered {@code creates}. It takes billions of creates to bring the 32-bit
+     * counter to its wrap, and a moment this way. The change is made in the server's memory, so the path must exist
+     * and no request on it may be in flight.
+     */
+    public void setChildCounter(String path, int creates) throws Exception {
+        // By reflection throughout: the server's classes carry annotations this build does not have on its path.
+        TestingCluster cluster = (TestingCluster) read(ensemble, "cluster");
+        Object main = read(cluster.getServers().get(0), "main");
+        Object connections = main.getClass().getMethod("getServerCnxnFactory").invoke(main);
+        Object server = connections.getClass().getMethod("getZooKeeperServer").invoke(connections);
+        Object database = server.getClass().getMethod("getZKDatabase").invoke(server);
+        Object tree = database.getClass().getMethod("getDataTree").invoke(database);
+        Object node = tree.getClass().getMethod("getNode", String.class).invoke(tree, path);
+        StatPersisted stat = (StatPersisted) read(node, "stat");
+        stat.setCversion(creates); // the server's own count of creates, which it numbers children with
+    }
+
+    /** A field of {@code owner}, declared by its class or a superclass. */
+    private static Object read(Object owner, String fieldName) throws ReflectiveOperationException {
+        for (Class<?> type = owner.getClass(); type != null; type = type.getSuperclass()) {
+            try {
+                Field field = type.getDeclaredField(fieldName);
+                field.setAccessible(true);
+                return field.get(owner);
+            } catch (NoSuchFieldException e) {
+                // declared higher up, if at all
+            }
+        }
+        throw new NoSuchFieldException(fieldName + " in " + owner.getClass());
     }
 
     /** The server's count of data and child watches held by all sessions. */

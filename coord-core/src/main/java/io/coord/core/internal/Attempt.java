@@ -3,6 +3,7 @@ package io.coord.core.internal;
 import io.coord.core.CoordinationException;
 import io.coord.core.LeasePredicate;
 import io.coord.core.LeasePredicate.Decision;
+import io.coord.core.SequenceNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -199,7 +200,10 @@ final class Attempt {
                 return;
             }
             creating = false;
-            if (rc == KeeperException.Code.OK) {
+            if (rc == KeeperException.Code.OK && made.names().stream().anyMatch(Attempt::numberedAtCounterEnd)) {
+                made.names().forEach(name -> todo.add(() -> context.deleteGuaranteed(full(name))));
+                failAs(counterRanOut(engine.path()), todo);
+            } else if (rc == KeeperException.Code.OK) {
                 own.created(made);
                 waiting.created(todo);
             } else {
@@ -429,6 +433,24 @@ final class Attempt {
 
     String full(String child) {
         return ZKPaths.makePath(engine.path(), child);
+    }
+
+    /**
+     * Whether ZooKeeper numbered the node at the end of its counter, the count of creates under the parent in 32
+     * bits: it numbers every child after the 2,147,483,647th that same number (and creates in flight together at the
+     * end past it, into the negative numbers), so such a node cannot be placed in the queue.
+     */
+    private static boolean numberedAtCounterEnd(String name) {
+        long sequence = SequenceNode.parse(name).orElseThrow().sequence();
+        return sequence == Integer.MAX_VALUE || sequence < 0;
+    }
+
+    static CoordinationException counterRanOut(String path) {
+        return new CoordinationException("the sequence counter of " + path + " has run out: ZooKeeper numbers the"
+                + " children of a path with a 32-bit count of the creates under it, which ends at 2147483647, and"
+                + " gives every later child that same number, so contenders there can no longer be ordered. Once"
+                + " nobody uses " + path + ", delete it and its count starts again from 0 (ZooKeeper deletes an"
+                + " empty container path, as a mutex's is, by itself)");
     }
 
     static boolean isRetryable(KeeperException.Code rc) {

@@ -126,7 +126,7 @@ final class QueueSnapshot {
         while (low <= high) {
             int mid = (low + high) >>> 1;
             SequenceNode node = nodes[mid];
-            int order = Long.compare(node.sequence(), sequence);
+            int order = SequenceOrder.compare(node.sequence(), sequence);
             if (order == 0) {
                 order = node.name().compareTo(name);
             }

@@ -44,11 +44,11 @@ final class SharedPath {
     private final ClientContext context;
     private final String path;
     // Sequence -> name of nodes known to be gone. Protected names carry a uuid, so one that matches is that node.
-    private final ConcurrentSkipListMap<Long, String> deleted = new ConcurrentSkipListMap<>();
+    private final ConcurrentSkipListMap<Long, String> deleted = new ConcurrentSkipListMap<>(SequenceOrder.SERIAL);
     private final ReentrantLock lock = new ReentrantLock();
     private final SingleFlight<SequenceNode[]> reads = new SingleFlight<>(this::send);
     // Guarded by lock.
-    private final TreeMap<Long, Integer> pins = new TreeMap<>();
+    private final TreeMap<Long, Integer> pins = new TreeMap<>(SequenceOrder.SERIAL);
     private final Map<CompletableFuture<SequenceNode[]>, Set<String>> sweeps = new HashMap<>();
     // Guarded by lock. Node name -> the contenders waiting on its one watch.
     private final Map<String, NodeWatch> watches = new HashMap<>();
@@ -263,15 +263,15 @@ final class SharedPath {
 
     /** Undoes one {@link #pin}, and forgets deletions that no remaining snapshot can contain. */
     void unpin(long low) {
-        long floor;
+        Long floor;
         lock.lock();
         try {
             pins.computeIfPresent(low, (k, count) -> count == 1 ? null : count - 1);
-            floor = pins.isEmpty() ? Long.MAX_VALUE : pins.firstKey();
+            floor = pins.isEmpty() ? null : pins.firstKey();
         } finally {
             lock.unlock();
         }
-        deleted.headMap(floor).clear();
+        (floor == null ? deleted : deleted.headMap(floor)).clear();
     }
 
     private CompletableFuture<SequenceNode[]> send() {

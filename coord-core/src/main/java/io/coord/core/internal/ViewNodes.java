@@ -21,8 +21,10 @@ import java.util.Set;
  * held, is an event delivered twice; below it and not held, the view has lost count and must read again.
  *
  * <p>The count is not the parent's {@code cversion} as a Stat reports it: the server keeps the number of creates, but
- * reports it as a number of changes, creates plus deletes, computed as {@code 2 * creates - numChildren}. So the count
- * is {@code (cversion + numChildren) / 2}.
+ * reports it as a number of changes, creates plus deletes, computed as {@code 2 * creates - numChildren} in 32 bits.
+ * So the count is {@code (cversion + numChildren) / 2}, known modulo 2<sup>31</sup> only: the doubling lost the top
+ * bit. Sequences are compared with it modulo 2<sup>31</sup> too, as serial numbers, which also carries the count
+ * across the wrap of ZooKeeper's 32-bit counter (see {@link SequenceNode}).
  */
 final class ViewNodes {
     /** What a child's NodeCreated event told the view. */
@@ -45,13 +47,13 @@ final class ViewNodes {
     // their deletion will reach it.
     private final Set<String> unconfirmed = new HashSet<>();
     private boolean parentExists;
-    private long nextSequence = -1; // the parent's cversion; -1 while the parent is missing
+    private int nextSequence; // the count of creates, modulo 2^31; meaningless while the parent is missing
 
     /** Replaces everything with a read of the parent, whose Stat reported {@code cversion} and {@code numChildren}. */
     void reset(List<String> children, int cversion, int numChildren) {
         clear();
         parentExists = true;
-        nextSequence = ((long) cversion + numChildren) / 2;
+        nextSequence = (cversion + numChildren) >>> 1;
         for (String child : children) {
             SequenceNode.parse(child).ifPresent(node -> {
                 index(node);
@@ -72,13 +74,15 @@ final class ViewNodes {
             return Created.UNCOUNTED;
         }
         SequenceNode node = parsed.get();
-        if (node.sequence() < nextSequence) {
+        // The distance from the count, modulo 2^31, doubled so that its sign is that of the serial difference.
+        int ahead = ((int) node.sequence() - nextSequence) << 1;
+        if (ahead < 0) {
             return contains(node) ? Created.KNOWN : Created.UNCOUNTED;
         }
-        if (node.sequence() > nextSequence) {
+        if (ahead > 0) {
             return Created.MISSED;
         }
-        nextSequence++;
+        nextSequence = (int) node.sequence() + 1;
         index(node); // the highest sequence yet: it goes last
         return Created.ADDED;
     }
@@ -187,7 +191,7 @@ final class ViewNodes {
         byId.clear();
         unconfirmed.clear();
         parentExists = false;
-        nextSequence = -1;
+        nextSequence = 0;
     }
 
     /** For diagnostics. */

@@ -28,6 +28,30 @@ class ViewNodesTest {
     }
 
     @Test
+    void theCountSurvivesTheReportedCversionOverflowingAndNumbersPastTheCountersEnd() {
+        ViewNodes nodes = new ViewNodes();
+        // 2^31 - 1 creates, 2 children left: the server reports 2 * creates - 2 in 32 bits, which wrapped to -4.
+        nodes.reset(List.of(name(A, Integer.MAX_VALUE - 2), name(B, Integer.MAX_VALUE - 1)), -4, 2);
+
+        assertEquals(ViewNodes.Created.ADDED, nodes.created(name(A, Integer.MAX_VALUE)));
+        assertEquals(ViewNodes.Created.ADDED, nodes.created(name(B, Integer.MIN_VALUE)), "in flight at the end");
+        assertEquals(ViewNodes.Created.ADDED, nodes.created(name(A, Integer.MIN_VALUE + 1)));
+        assertEquals(ViewNodes.Created.KNOWN, nodes.created(name(A, Integer.MAX_VALUE)), "a repeated event");
+        assertEquals(ViewNodes.Created.MISSED, nodes.created(name(B, Integer.MIN_VALUE + 3)));
+        assertEquals(
+                List.of(
+                        Integer.MAX_VALUE - 2L,
+                        Integer.MAX_VALUE - 1L,
+                        (long) Integer.MAX_VALUE,
+                        (long) Integer.MIN_VALUE,
+                        Integer.MIN_VALUE + 1L),
+                nodes.upTo(nodes.size() - 1).stream()
+                        .map(SequenceNode::sequence)
+                        .toList(),
+                "in the order they were created");
+    }
+
+    @Test
     void aCreateNumberedPastTheCountMeansOneWasMissed() {
         ViewNodes nodes = new ViewNodes();
         nodes.reset(List.of(), 0, 0);
