@@ -98,6 +98,11 @@ final class QueueProducer {
     }
 
     private boolean writeItems(List<byte[]> stored, Deadline deadline) throws InterruptedException {
+        try {
+            checkCounter(deadline);
+        } catch (TimeoutException e) {
+            return false;
+        }
         if (!deadline.allowsWaiting() || deadline.isForever()) {
             Boolean combined = combined(stored, deadline.allowsWaiting());
             if (combined != null) {
@@ -109,7 +114,7 @@ final class QueueProducer {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; ) {
                 CompletableFuture<Void> seen = queue.items.signal();
                 int bound = queue.countBound();
-                if (bound < 0 || bound + stored.size() > capacity) {
+                if (bound < 0 || (long) bound + stored.size() > capacity) {
                     Stat stat = count(deadline);
                     if (stat == null) {
                         await(queue.ensureLayout(), deadline);
@@ -133,6 +138,7 @@ final class QueueProducer {
                         continue;
                     }
                 }
+                queue.checkCounter();
                 // Not sent while disconnected: a timed caller would otherwise wait for it past its deadline.
                 if (deadline.allowsWaiting() && !queue.context.awaitConnected(deadline)) {
                     return false;
@@ -176,7 +182,7 @@ final class QueueProducer {
         lock.lock();
         try {
             int bound = queue.countBound();
-            if (bound < 0 || bound + reserved + stored.size() > capacity) {
+            if (bound < 0 || (long) bound + reserved + stored.size() > capacity) {
                 return null;
             }
             if (sending < MAX_IN_FLIGHT) {
@@ -310,10 +316,27 @@ final class QueueProducer {
         if (outcome.failedOp() >= 0 && outcome.code() == Code.NONODE) {
             queue.forgetCount(); // no items parent: nothing was written, and the next one may be a new parent
             await(queue.ensureLayout(), deadline);
+        } else if (outcome.failedOp() >= 0 && outcome.code() == Code.NODEEXISTS) {
+            // Named like an item already there: ZooKeeper's count of creates has ended (a client that did not see it
+            // end wrote at the end's name as well).
+            queue.markCounterEnded();
+            queue.checkCounter();
+            throw BackgroundRequests.failure("writing to", queue.layout.items(), outcome.code());
         } else if (outcome.failedOp() >= 0) {
             throw BackgroundRequests.failure("writing to", queue.layout.items(), outcome.code());
         }
         return false;
+    }
+
+    /**
+     * Refuses the write if ZooKeeper's count of the creates under the items parent has ended, as a fresh count says:
+     * the path may have been made again since this client learnt it.
+     */
+    private void checkCounter(Deadline deadline) throws InterruptedException, TimeoutException {
+        if (queue.counterEnded()) {
+            count(deadline); // which forgets the end if the items parent is gone or made again
+        }
+        queue.checkCounter();
     }
 
     /** A fresh count; a caller that may wait rides out a lost connection. */

@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import io.coord.core.CoordinationException;
 import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
@@ -40,12 +41,15 @@ final class SharedQueue {
     final SingleFlight<Stat> counts;
 
     /**
-     * At most {@code count} items were in the queue once {@code created} items had ever been created in it, as of the
-     * change to its children with {@code zxid}.
+     * At most {@code count} items were in the queue once {@code created} items (modulo 2^31, see {@link #counted}) had
+     * ever been created in it, as of the change to its children with {@code zxid}.
      */
-    private record Known(int count, long created, long zxid) {}
+    private record Known(int count, int created, long zxid) {}
 
     private final AtomicReference<Known> known = new AtomicReference<>();
+    // ZooKeeper's count of the creates under the items parent has reached its end, 2147483647, as a count or a write
+    // of this client found: every later item would be named the same.
+    private volatile boolean counterEnded;
 
     /** The shared state of {@code path} on this context's client, made on first use; does no I/O. */
     static SharedQueue of(ClientContext context, String path) {
@@ -84,11 +88,18 @@ final class SharedQueue {
         return k == null ? -1 : k.count();
     }
 
-    /** A fresh count. ZooKeeper numbers sequential children by creates alone, while cversion counts deletes too. */
+    /**
+     * A fresh count. ZooKeeper numbers sequential children by creates alone, while cversion counts deletes too, as
+     * {@code 2 * creates - numChildren} in 32 bits: the creates are known modulo 2^31, and so are compared with the
+     * sequences, which also carries the count across the wrap of ZooKeeper's counter.
+     */
     void counted(Stat parent) {
-        long created = (parent.getCversion() + parent.getNumChildren()) / 2;
+        int created = (parent.getCversion() + parent.getNumChildren()) >>> 1;
         Known counted = new Known(parent.getNumChildren(), created, parent.getPzxid());
-        known.accumulateAndGet(counted, (old, now) -> old == null || now.zxid() >= old.zxid() ? now : old);
+        if (known.accumulateAndGet(counted, (old, now) -> old == null || now.zxid() >= old.zxid() ? now : old)
+                == counted) {
+            counterEnded = created == Integer.MAX_VALUE; // the next item would be named at the end
+        }
     }
 
     /**
@@ -97,21 +108,46 @@ final class SharedQueue {
      * items parent, made again since the count (by hand: the queue never deletes it): what the count said is void.
      */
     void wrote(long lastSequence, long zxid) {
+        if (lastSequence == Integer.MAX_VALUE || lastSequence < 0) {
+            counterEnded = true;
+        }
         known.updateAndGet(k -> {
             if (k == null || zxid <= k.zxid()) {
                 return k; // no count yet, or one read after this write, which it includes
             }
-            if (lastSequence + 1 <= k.created()) {
+            int next = (int) lastSequence + 1;
+            int since = ((next - k.created()) << 1) >> 1; // creates since the count, modulo 2^31, with its sign
+            if (since <= 0) {
                 return null;
             }
-            long count = k.count() + lastSequence + 1 - k.created();
-            return new Known((int) Math.min(Integer.MAX_VALUE, count), lastSequence + 1, zxid);
+            long count = (long) k.count() + since;
+            return new Known((int) Math.min(Integer.MAX_VALUE, count), next, zxid);
         });
     }
 
     /** The items parent was found missing or made again: the next write that needs the size counts it. */
     void forgetCount() {
         known.set(null);
+        counterEnded = false; // a new parent counts from 0
+    }
+
+    boolean counterEnded() {
+        return counterEnded;
+    }
+
+    /** A write found an item named as its own would be: ZooKeeper's count of the creates has ended. */
+    void markCounterEnded() {
+        counterEnded = true;
+    }
+
+    /** Fails a write once ZooKeeper's count of the creates under the items parent has ended. */
+    void checkCounter() {
+        if (counterEnded) {
+            throw new CoordinationException("the sequence counter of " + layout.items() + " has run out: ZooKeeper"
+                    + " names items with a 32-bit count of the creates under it, which ends at 2147483647 and then"
+                    + " gives every item that same name, so the queue takes no more. Once it is drained and unused,"
+                    + " delete " + path + " and its count starts again from 0");
+        }
     }
 
     /**

@@ -378,6 +378,46 @@ class QueueFaultTest {
         return state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING;
     }
 
+    /**
+     * ZooKeeper names items with its count of the creates under the items parent, in 32 bits: past 2,147,483,647 it
+     * names every item the same. The queue then takes no more items, says why, and keeps what it holds; once the path
+     * is deleted the count starts again.
+     */
+    @Test
+    void aQueueWhoseCounterRanOutRefusesWritesSaysWhyAndKeepsItsItems() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("counter-end");
+        DistributedQueue<String> producer = queue(zk.newClient(), path);
+        producer.offer("made"); // makes the parents
+        assertEquals("made", producer.poll());
+        zk.setChildCounter(path + "/items", Integer.MAX_VALUE - 1);
+
+        assertTrue(producer.offer("a"));
+        // The next name is the last there is: a producer that counted first refuses it, one that did not gets it.
+        List<String> stored = new ArrayList<>(List.of("a"));
+        try {
+            producer.put("b");
+            stored.add("b");
+        } catch (CoordinationException e) {
+            assertTrue(e.getMessage().contains("has run out"), e.getMessage());
+        }
+        CoordinationException refused = assertThrows(CoordinationException.class, () -> producer.offer("c"));
+        assertTrue(
+                refused.getMessage().contains("the sequence counter of " + path + "/items has run out"),
+                refused.getMessage());
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        assertThrows(CoordinationException.class, () -> other.put("d"), "a client that counts learns it too");
+
+        assertEquals(stored, drain(queue(zk.newClient(), path)));
+        assertThrows(CoordinationException.class, () -> producer.offer("e"), "drained is not enough: names repeat");
+
+        CuratorFramework admin = zk.newClient();
+        admin.delete().deletingChildrenIfNeeded().forPath(path);
+        assertTrue(producer.offer("f"));
+        assertEquals(List.of("qs-0000000000"), admin.getChildren().forPath(path + "/items"));
+        assertEquals(List.of("f"), drain(other));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
     /** Two small items, then one the picky serializer fails on with {@code thrown}, in a round of its own. */
     private static void assertDrainHandsOverWhatItRemovedBefore(String failing, Class<? extends Throwable> thrown)
             throws Exception {

@@ -114,6 +114,42 @@ class QueueRequestCountTest {
         assertEquals(items, counter.count("Transaction"));
     }
 
+    /**
+     * The parent's cversion, as a Stat reports it, is twice the creates under it less the children, in 32 bits: past
+     * 2^30 creates it overflows. The count the producer derives from it must not: it would take the queue for empty,
+     * or for full, for ever after.
+     */
+    @Test
+    void pastABillionCreatesOffersStillCostOneRequestEachAndKeepToTheCapacity() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-overflow");
+        AllRequests counter = new AllRequests();
+        DistributedQueue<String> producer = DistributedQueue.builder(
+                        tracedClient(counter), path, QueueSerializer.utf8())
+                .capacity(50)
+                .build();
+        producer.offer("first"); // makes the parents
+        zk.setChildCounter(path + "/items", (1 << 30) + 7);
+        DistributedQueue<String> fresh = DistributedQueue.builder(tracedClient(counter), path, QueueSerializer.utf8())
+                .capacity(50)
+                .build();
+        fresh.offer("counted"); // its first count, of a cversion that overflowed
+        counter.reset();
+
+        int items = 40;
+        for (int i = 0; i < items; i++) {
+            assertTrue(fresh.offer("item-" + i));
+        }
+        assertEquals(items, counter.count(), () -> nonItemRequests(counter));
+        assertEquals(items, counter.count("Transaction"));
+
+        int more = 0;
+        while (more < 100 && fresh.offer("more-" + more)) {
+            more++;
+        }
+        assertEquals(50, fresh.size());
+        assertEquals(8, more, "the queue holds 50 items at most");
+    }
+
     @Test
     void offersNearTheBoundCountAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("count-bound");
