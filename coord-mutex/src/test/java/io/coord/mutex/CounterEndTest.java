@@ -28,7 +28,7 @@ import org.junit.jupiter.params.Parameter;
  */
 @InBothEngineModes
 @Timeout(60)
-class CounterWrapTest {
+class CounterEndTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
