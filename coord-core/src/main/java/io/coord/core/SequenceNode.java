@@ -22,6 +22,7 @@ import java.util.Optional;
 public record SequenceNode(String name, String prefix, long sequence) implements Comparable<SequenceNode> {
     private static final int SEQUENCE_DIGITS = 10;
     private static final long MIN_TEN_DIGITS = 1_000_000_000L;
+    private static final long UNSIGNED = 0xFFFF_FFFFL;
     private static final String PROTECTION_MARKER = "_c_";
     private static final int UUID_LENGTH = 36;
 
@@ -77,13 +78,12 @@ public record SequenceNode(String name, String prefix, long sequence) implements
     }
 
     /**
-     * Orders by sequence as serial numbers, then by name: {@code a} comes before {@code b} when {@code b} was numbered
-     * less than 2<sup>31</sup> creates after it, so that the negative numbers given past the counter's end come after
-     * the numbers before it.
+     * Orders by sequence, then by name. Sequences compare as the unsigned 32-bit numbers ZooKeeper counted, so that the
+     * negative numbers given past the counter's end come after 2147483647.
      */
     @Override
     public int compareTo(SequenceNode other) {
-        int bySequence = Integer.signum((int) (sequence - other.sequence));
+        int bySequence = Long.compare(sequence & UNSIGNED, other.sequence & UNSIGNED);
         return bySequence != 0 ? bySequence : name.compareTo(other.name);
     }
 

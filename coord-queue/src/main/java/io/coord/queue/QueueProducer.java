@@ -233,6 +233,7 @@ final class QueueProducer {
             } finally {
                 lock.unlock();
             }
+            Thread.currentThread().interrupt(); // kept for the caller, as for any write already on its way
             BackgroundRequests.awaitFully(batch.turn, queue.layout.items()); // closed already: seen through
         } catch (ExecutionException e) {
             throw new IllegalStateException("a batch's turn never fails", e);
@@ -254,6 +255,7 @@ final class QueueProducer {
     /** Sends a closed batch, then hands the turn to the batch gathering behind it, if any. */
     private void send(Batch batch) {
         try {
+            queue.checkCounter(); // its writers checked before joining, but a batch ahead may have ended the count
             batch.landed.complete(sendCombined(batch.stored()));
         } catch (RuntimeException | Error e) {
             batch.landed.completeExceptionally(e);
@@ -280,6 +282,7 @@ final class QueueProducer {
     private Boolean sendCombined(List<byte[]> stored) {
         try {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+                queue.checkCounter();
                 if (landed(
                         queue.slots.commit(queue.slots.borrowFully(), creates(stored), queue.layout.items()),
                         stored.size(),
@@ -334,7 +337,11 @@ final class QueueProducer {
      */
     private void checkCounter(Deadline deadline) throws InterruptedException, TimeoutException {
         if (queue.counterEnded()) {
-            count(deadline); // which forgets the end if the items parent is gone or made again
+            // A count sent now: if it finds the count short of its end, the items parent was made again since.
+            Stat fresh = count(deadline);
+            if (fresh != null && !SharedQueue.atCounterEnd(fresh)) {
+                queue.forgetCount();
+            }
         }
         queue.checkCounter();
     }

@@ -95,11 +95,11 @@ final class SharedQueue {
      */
     void counted(Stat parent) {
         int created = (parent.getCversion() + parent.getNumChildren()) >>> 1;
-        Known counted = new Known(parent.getNumChildren(), created, parent.getPzxid());
-        if (known.accumulateAndGet(counted, (old, now) -> old == null || now.zxid() >= old.zxid() ? now : old)
-                == counted) {
-            counterEnded = created == Integer.MAX_VALUE; // the next item would be named at the end
+        if (atCounterEnd(parent)) {
+            counterEnded = true;
         }
+        Known counted = new Known(parent.getNumChildren(), created, parent.getPzxid());
+        known.accumulateAndGet(counted, (old, now) -> old == null || now.zxid() >= old.zxid() ? now : old);
     }
 
     /**
@@ -131,8 +131,18 @@ final class SharedQueue {
         counterEnded = false; // a new parent counts from 0
     }
 
+    /**
+     * Set by a count or a write that finds the count of creates at its end; cleared only with the count itself, when
+     * the items parent is found missing or made again: a count that finds the end short of it is older, or of a new
+     * parent, and only a count sent after the end was seen can tell which (see QueueProducer).
+     */
     boolean counterEnded() {
         return counterEnded;
+    }
+
+    /** Whether the parent's next child would be named at the end of ZooKeeper's count of creates. */
+    static boolean atCounterEnd(Stat parent) {
+        return ((parent.getCversion() + parent.getNumChildren()) >>> 1) == Integer.MAX_VALUE;
     }
 
     /** A write found an item named as its own would be: ZooKeeper's count of the creates has ended. */

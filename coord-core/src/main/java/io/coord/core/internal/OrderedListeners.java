@@ -13,8 +13,8 @@ import org.slf4j.LoggerFactory;
  * The user's listeners of one object (a lease, an election), each with its executor. Changes are handed over
  * through the object's {@link SerialExecutor}, so every listener hears them in the order they happened, and never on
  * ZooKeeper's event thread. Each listener's calls also run one at a time on its executor, the next only once the one
- * before has returned, so that a pool of many threads cannot overlap or reorder them. A listener that throws is
- * logged and ignored; a change its executor refuses is logged and handed over again with the next change.
+ * before has returned, so that a pool of many threads cannot overlap or reorder them. A listener that throws, or whose
+ * executor refuses a call, is logged and ignored (the refused call is dropped, with any queued behind it).
  */
 public final class OrderedListeners<L> {
     private static final Logger log = LoggerFactory.getLogger(OrderedListeners.class);
@@ -32,9 +32,24 @@ public final class OrderedListeners<L> {
     }
 
     public void add(L listener, Executor executor) {
-        registered.add(new Registration<>(
+        register(listener, executor);
+    }
+
+    /**
+     * Adds the listener and tells it alone of a change that happened before, ahead of any change fired after. Call it
+     * under the owner's lock, as {@link #fire}.
+     */
+    public void addAndTell(L listener, Executor executor, String change, Consumer<L> call) {
+        Registration<L> r = register(listener, executor);
+        serial.execute(() -> deliver(r, change, call));
+    }
+
+    private Registration<L> register(L listener, Executor executor) {
+        Registration<L> r = new Registration<>(
                 Objects.requireNonNull(listener, "listener must not be null"),
-                new SerialExecutor(Objects.requireNonNull(executor, "executor must not be null"))));
+                new SerialExecutor(Objects.requireNonNull(executor, "executor must not be null")));
+        registered.add(r);
+        return r;
     }
 
     /**
@@ -57,7 +72,6 @@ public final class OrderedListeners<L> {
                 }
             });
         } catch (RejectedExecutionException e) {
-            // The call stays queued behind this listener's earlier ones: the next change hands both over again.
             log.warn("executor of listener {} rejected {} for {}", r.listener(), change, path, e);
         }
     }

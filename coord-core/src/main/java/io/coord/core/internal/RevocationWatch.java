@@ -57,14 +57,13 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
             if (stopped) {
                 return; // the lease ended: no request can reach it any more
             }
-            actions.add(action, executor);
+            if (lastRequest > 0) {
+                actions.addAndTell(action, executor, "revocation requested", Runnable::run); // asked before it came
+            } else {
+                actions.add(action, executor);
+            }
             start = !started;
             started = true;
-            if (lastRequest > 0) {
-                OrderedListeners<Runnable> late = new OrderedListeners<>(node, serial);
-                late.add(action, executor);
-                late.fire("revocation requested", Runnable::run);
-            }
         } finally {
             lock.unlock();
         }

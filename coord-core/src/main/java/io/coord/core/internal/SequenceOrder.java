@@ -8,12 +8,12 @@ import java.util.Comparator;
  * {@link SequenceNode#compareTo}, for the maps keyed by sequence alone.
  */
 final class SequenceOrder {
-    static final Comparator<Long> SERIAL = SequenceOrder::compare;
+    static final Comparator<Long> COUNTED = SequenceOrder::compare;
 
     private SequenceOrder() {}
 
-    /** Negative if {@code a} was numbered before {@code b}, within 2<sup>31</sup> creates. */
+    /** Negative if {@code a} was numbered before {@code b}: unsigned, so that numbers past the end come after it. */
     static int compare(long a, long b) {
-        return Integer.signum((int) (a - b));
+        return Long.compare(a & 0xFFFF_FFFFL, b & 0xFFFF_FFFFL);
     }
 }

@@ -40,12 +40,17 @@ public final class SerialExecutor implements Executor {
         schedule();
     }
 
+    /**
+     * Hands the queued tasks to the pool, if nothing runs them yet. A pool that refuses them drops them all, so that a
+     * pool shut down for good does not make the queue grow with every task given after.
+     */
     private void schedule() {
         // The check after the flag is released in runAll() closes the gap where a task is added while it finishes.
         if (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
             try {
                 pool.execute(this::runAll);
             } catch (RejectedExecutionException e) {
+                tasks.clear();
                 scheduled.set(false);
                 throw e;
             }
@@ -65,6 +70,10 @@ public final class SerialExecutor implements Executor {
         } finally {
             scheduled.set(false);
         }
-        schedule();
+        try {
+            schedule();
+        } catch (RejectedExecutionException e) {
+            log.warn("tasks given while the last ran were refused by {}", pool, e);
+        }
     }
 }

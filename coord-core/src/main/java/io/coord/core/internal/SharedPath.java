@@ -44,11 +44,11 @@ final class SharedPath {
     private final ClientContext context;
     private final String path;
     // Sequence -> name of nodes known to be gone. Protected names carry a uuid, so one that matches is that node.
-    private final ConcurrentSkipListMap<Long, String> deleted = new ConcurrentSkipListMap<>(SequenceOrder.SERIAL);
+    private final ConcurrentSkipListMap<Long, String> deleted = new ConcurrentSkipListMap<>(SequenceOrder.COUNTED);
     private final ReentrantLock lock = new ReentrantLock();
     private final SingleFlight<SequenceNode[]> reads = new SingleFlight<>(this::send);
     // Guarded by lock.
-    private final TreeMap<Long, Integer> pins = new TreeMap<>(SequenceOrder.SERIAL);
+    private final TreeMap<Long, Integer> pins = new TreeMap<>(SequenceOrder.COUNTED);
     private final Map<CompletableFuture<SequenceNode[]>, Set<String>> sweeps = new HashMap<>();
     // Guarded by lock. Node name -> the contenders waiting on its one watch.
     private final Map<String, NodeWatch> watches = new HashMap<>();

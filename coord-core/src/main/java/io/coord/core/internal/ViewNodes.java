@@ -22,9 +22,9 @@ import java.util.Set;
  *
  * <p>The count is not the parent's {@code cversion} as a Stat reports it: the server keeps the number of creates, but
  * reports it as a number of changes, creates plus deletes, computed as {@code 2 * creates - numChildren} in 32 bits.
- * So the count is {@code (cversion + numChildren) / 2}, known modulo 2<sup>31</sup> only: the doubling lost the top
- * bit. Sequences are compared with it modulo 2<sup>31</sup> too, as serial numbers, which also carries the count
- * across the wrap of ZooKeeper's 32-bit counter (see {@link SequenceNode}).
+ * So the count is {@code (cversion + numChildren) / 2}, computed unsigned: past 2<sup>30</sup> creates the reported
+ * cversion overflows. The count itself ends at 2147483647 (see {@link SequenceNode}): a node numbered at the end is
+ * counted as any other, and one numbered the same after it is below the count, so the view reads again.
  */
 final class ViewNodes {
     /** What a child's NodeCreated event told the view. */
@@ -47,16 +47,17 @@ final class ViewNodes {
     // their deletion will reach it.
     private final Set<String> unconfirmed = new HashSet<>();
     private boolean parentExists;
-    private int nextSequence; // the count of creates, modulo 2^31; meaningless while the parent is missing
+    private long nextSequence; // the count of creates, unsigned; meaningless while the parent is missing
 
     /** Replaces everything with a read of the parent, whose Stat reported {@code cversion} and {@code numChildren}. */
     void reset(List<String> children, int cversion, int numChildren) {
         clear();
         parentExists = true;
-        nextSequence = (cversion + numChildren) >>> 1;
+        nextSequence = (cversion + numChildren) >>> 1; // 2 * creates in 32 bits, halved without its sign
         for (String child : children) {
             SequenceNode.parse(child).ifPresent(node -> {
-                index(node);
+                sorted.add(node);
+                remember(node);
                 unconfirmed.add(node.name());
             });
         }
@@ -74,16 +75,15 @@ final class ViewNodes {
             return Created.UNCOUNTED;
         }
         SequenceNode node = parsed.get();
-        // The distance from the count, modulo 2^31, doubled so that its sign is that of the serial difference.
-        int ahead = ((int) node.sequence() - nextSequence) << 1;
-        if (ahead < 0) {
+        long sequence = node.sequence() & 0xFFFF_FFFFL; // past the end, negative numbers come after it
+        if (sequence < nextSequence) {
             return contains(node) ? Created.KNOWN : Created.UNCOUNTED;
         }
-        if (ahead > 0) {
+        if (sequence > nextSequence) {
             return Created.MISSED;
         }
-        nextSequence = (int) node.sequence() + 1;
-        index(node); // the highest sequence yet: it goes last
+        nextSequence++;
+        index(node);
         return Created.ADDED;
     }
 
@@ -177,8 +177,14 @@ final class ViewNodes {
         return list;
     }
 
+    /** Adds a node created after the read: last, unless named the same as one at the count's end. */
     private void index(SequenceNode node) {
-        sorted.add(node);
+        int at = Collections.binarySearch(sorted, node);
+        sorted.add(at < 0 ? -at - 1 : at, node);
+        remember(node);
+    }
+
+    private void remember(SequenceNode node) {
         byName.put(node.name(), node);
         node.protectionId()
                 .ifPresent(

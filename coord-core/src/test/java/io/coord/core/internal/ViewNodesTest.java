@@ -52,6 +52,22 @@ class ViewNodesTest {
     }
 
     @Test
+    void nodesNamedAlikeAtTheCountsEndStaySortedAndCanBeDeleted() {
+        ViewNodes nodes = new ViewNodes();
+        String early = "00000000-0000-0000-0000-000000000000";
+        // The count at its end, with one child: 2 * 2147483647 - 1 reported in 32 bits.
+        nodes.reset(List.of(name(B, Integer.MAX_VALUE)), -3, 1);
+
+        assertEquals(ViewNodes.Created.ADDED, nodes.created(name(early, Integer.MAX_VALUE)), "numbered the same");
+        assertEquals(
+                List.of(name(early, Integer.MAX_VALUE), name(B, Integer.MAX_VALUE)),
+                nodes.upTo(1).stream().map(SequenceNode::name).toList());
+        assertTrue(nodes.deleted(name(B, Integer.MAX_VALUE)).isPresent());
+        assertTrue(nodes.deleted(name(early, Integer.MAX_VALUE)).isPresent());
+        assertEquals(0, nodes.size());
+    }
+
+    @Test
     void aCreateNumberedPastTheCountMeansOneWasMissed() {
         ViewNodes nodes = new ViewNodes();
         nodes.reset(List.of(), 0, 0);
