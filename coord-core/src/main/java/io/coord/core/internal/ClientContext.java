@@ -4,6 +4,7 @@ import io.coord.core.CoordinationException;
 import io.coord.core.LeaseState;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -18,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
+import org.apache.curator.CuratorZookeeperClient;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.CuratorEventType;
@@ -35,12 +37,19 @@ import org.slf4j.LoggerFactory;
  * Everything coord keeps per {@link CuratorFramework}: the one connection-state listener that drives every lease of
  * the client, the session it is on, the contenders and requests still waiting, and the per-path shared state. Every
  * module reaches the client through this registry, namespace facades included.
+ *
+ * <p>A context belongs to a client's connection and namespace, not to one {@code CuratorFramework} object: every
+ * facade of one namespace shares it. Curator makes a new facade object for a namespace left unused for five
+ * minutes, and two contexts would keep two views of a path on one connection, which share the server's one watch:
+ * the first to drop it would take the other's.
  */
 public final class ClientContext {
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
     private static final ReentrantLock REGISTRY_LOCK = new ReentrantLock();
-    // Weak both ways: the client keeps its context alive through the listeners it holds, and nothing else does.
-    private static final Map<CuratorFramework, WeakReference<ClientContext>> REGISTRY = new WeakHashMap<>();
+    // Connection -> namespace ("" for none) -> context. Weak both ways: the client keeps its context alive through the
+    // listeners it holds, and nothing else does.
+    private static final Map<CuratorZookeeperClient, Map<String, WeakReference<ClientContext>>> REGISTRY =
+            new WeakHashMap<>();
 
     private final CuratorFramework client;
     private final Executor internal = Executors.internal();
@@ -99,16 +108,22 @@ public final class ClientContext {
         this.client = client;
     }
 
-    /** The context of {@code client}, made and registered on first use; a namespace facade gets its own. */
+    /**
+     * The context of {@code client}'s connection and namespace, made and registered on first use: a namespace facade
+     * gets its own, shared by every facade object of that namespace.
+     */
     public static ClientContext of(CuratorFramework client) {
+        String namespace = Objects.requireNonNullElse(client.getNamespace(), "");
         REGISTRY_LOCK.lock();
         try {
-            WeakReference<ClientContext> ref = REGISTRY.get(client);
+            Map<String, WeakReference<ClientContext>> byNamespace =
+                    REGISTRY.computeIfAbsent(client.getZookeeperClient(), k -> new HashMap<>());
+            WeakReference<ClientContext> ref = byNamespace.get(namespace);
             ClientContext context = ref == null ? null : ref.get();
             if (context == null) {
                 context = new ClientContext(client);
                 context.listen();
-                REGISTRY.put(client, new WeakReference<>(context));
+                byNamespace.put(namespace, new WeakReference<>(context));
             }
             return context;
         } finally {
