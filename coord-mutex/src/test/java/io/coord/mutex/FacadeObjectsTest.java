@@ -5,13 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 import io.coord.core.Lease;
+import io.coord.core.LeaseState;
 import io.coord.core.internal.ClientContext;
+import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.WatcherRemoveCuratorFramework;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -33,8 +36,7 @@ class FacadeObjectsTest {
         CuratorFramework fresh = newFacadeObject(base, "tenant");
         assertNotSame(old, fresh);
         assertSame(ClientContext.of(old), ClientContext.of(fresh));
-        ZooKeeperFixture.lingerViews(old, Duration.ofMinutes(5));
-        ZooKeeperFixture.lingerViews(fresh, Duration.ofMillis(200));
+        ZooKeeperFixture.lingerViews(fresh, Duration.ofMillis(200)); // of the namespace: no view lingers long here
         ReentrantMutex onOld = new ReentrantMutex(old, path, "old");
         ReentrantMutex onFresh = new ReentrantMutex(fresh, path, "fresh");
         for (int i = 0; i < 2; i++) { // both acquire through a view from the second time on
@@ -46,12 +48,61 @@ class FacadeObjectsTest {
         Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
         CompletableFuture<Lease> waiting = onOld.acquireAsync();
         await().until(() -> holder.participants().size() == 2);
-        // Long enough for a view of the new object alone to linger out and drop the path's watch.
+        // Long enough for a view the new object had to itself to linger out and drop the path's watch.
         await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5)).until(() -> !waiting.isDone());
 
         held.close();
         waiting.get(10, TimeUnit.SECONDS).close();
         zk.assertNoLeaks("/tenant" + path);
+    }
+
+    /** A context first made for a facade still hears the client's close: leases on the client turn LOST at once. */
+    @Test
+    void aClientWhoseContextAFacadeMadeFirstStillTellsItsLeasesOfItsClose() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("facade-first");
+        zk.mode(EngineMode.WATCH); // no view, whose watch would hear the close anyway
+        CuratorFramework client = zk.newClient();
+        new ReentrantMutex(client.usingNamespace(null), path)
+                .acquireAsync()
+                .get(10, TimeUnit.SECONDS)
+                .close();
+        Lease held = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<LeaseState> lost = new CompletableFuture<>();
+        held.addStateListener(
+                state -> {
+                    if (state == LeaseState.LOST) {
+                        lost.complete(state);
+                    }
+                },
+                Runnable::run);
+
+        client.close();
+        lost.get(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * A recipe made on {@code newWatcherRemoveCuratorFramework()} removes the watches it set when it is done. coord
+     * sets none through it, so other users of the path keep theirs.
+     */
+    @Test
+    void watchesRemovedThroughAWatcherRemovingFacadeAreNotTheOnesOtherUsersWaitOn() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("watcher-removal");
+        CuratorFramework client = zk.newClient();
+        WatcherRemoveCuratorFramework recipe = client.newWatcherRemoveCuratorFramework();
+        ReentrantMutex onRecipe = new ReentrantMutex(recipe, path, "recipe");
+        ReentrantMutex onClient = new ReentrantMutex(client, path, "client");
+        for (int i = 0; i < 2; i++) { // the second time through the view
+            onRecipe.acquireAsync().get(10, TimeUnit.SECONDS).close();
+        }
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path, "holder");
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<Lease> waiting = onClient.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+
+        recipe.removeWatchers();
+        held.close();
+        waiting.get(10, TimeUnit.SECONDS).close();
+        zk.assertNoLeaks(path);
     }
 
     /** What Curator does after five idle minutes, now: forgets its facade objects, and makes a new one. */

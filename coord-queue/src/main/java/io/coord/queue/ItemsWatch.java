@@ -189,8 +189,8 @@ final class ItemsWatch {
 
     private void itemsChanged(WatchedEvent event) {
         if (event.getType() == EventType.None || event.getType() == EventType.PersistentWatchRemoved) {
-            // Connection news, which the session listener handles; but a namespace facade's context hears of the
-            // client's close only when asked, so ask here, where a waiter's watch is told of it.
+            // Connection news, which the session listener handles; but a client with no CuratorListenable hears of
+            // its close only when asked, so ask here, where a waiter's watch is told of it.
             if (context.isClosed()) {
                 signal.fire();
             }

@@ -221,7 +221,7 @@ final class QueueProducer {
             lock.lock();
             try {
                 if (forming == batch) {
-                    batch.writes.remove(stored);
+                    batch.writes.removeIf(write -> write == stored); // this call's own list, not an equal one
                     batch.bytes -= bytes;
                     batch.items -= stored.size();
                     reserved -= stored.size();

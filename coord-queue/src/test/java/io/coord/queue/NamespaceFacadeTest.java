@@ -108,6 +108,27 @@ class NamespaceFacadeTest {
     }
 
     @Test
+    void closingTheClientDeletesTheWriteSlotsOfAQueueOnANamespaceFacade() throws Exception {
+        String namespace = newNamespace();
+        String path = ZooKeeperFixture.uniquePath("facade-slots");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = DistributedQueue.builder(
+                        client.usingNamespace(namespace), path, QueueSerializer.utf8())
+                .build();
+        assertTrue(queue.offer("a"));
+        CuratorFramework reader = zk.newClient();
+        String slots = "/" + namespace + path + "/slots";
+        assertEquals(1, reader.getChildren().forPath(slots).size());
+
+        client.close();
+        await().until(() -> reader.getChildren().forPath(slots).isEmpty());
+        assertEquals(
+                1,
+                reader.getChildren().forPath("/" + namespace + path + "/items").size(),
+                "the item stays");
+    }
+
+    @Test
     void producerOnANamespaceFacadeWaitsForRoom() throws Exception {
         String namespace = newNamespace();
         String path = ZooKeeperFixture.uniquePath("facade-room");

@@ -445,7 +445,7 @@ final class Attempt {
         return sequence == Integer.MAX_VALUE || sequence < 0;
     }
 
-    static CoordinationException counterRanOut(String path) {
+    private static CoordinationException counterRanOut(String path) {
         return new CoordinationException("the sequence counter of " + path + " has run out: ZooKeeper numbers the"
                 + " children of a path with a 32-bit count of the creates under it, which ends at 2147483647, and"
                 + " gives every later child that same number, so contenders there can no longer be ordered. Once"

@@ -23,6 +23,7 @@ import org.apache.curator.CuratorZookeeperClient;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.CuratorEventType;
+import org.apache.curator.framework.imps.CuratorFrameworkBase;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.utils.ZKPaths;
@@ -79,8 +80,8 @@ public final class ClientContext {
     // The session the client was last connected on, 0 if none yet or if it ended: a reconnection on the same one
     // keeps watches and ephemeral nodes, any other is a new session.
     private long session;
-    // A namespace facade hears of its client's close only through watches and requests: while it has work waiting
-    // for a connection, and so neither, the clock looks instead. Guarded by stateLock.
+    // A client with no CuratorListenable hears of its close only through watches and requests: while it has work
+    // waiting for a connection, and so neither, the clock looks instead. Guarded by stateLock.
     private boolean facade;
     private boolean lookingForClose;
 
@@ -111,9 +112,15 @@ public final class ClientContext {
     /**
      * The context of {@code client}'s connection and namespace, made and registered on first use: a namespace facade
      * gets its own, shared by every facade object of that namespace.
+     *
+     * <p>The context sends its requests through the root client itself, or a facade of the root for another
+     * namespace: never through the object it was asked for, which may be a facade that removes its watches when its
+     * user is done with them ({@code newWatcherRemoveCuratorFramework()}), or one with no means to hear the client's
+     * close. It listens to the root.
      */
     public static ClientContext of(CuratorFramework client) {
         String namespace = Objects.requireNonNullElse(client.getNamespace(), "");
+        CuratorFramework root = client instanceof CuratorFrameworkBase base ? base.client() : client;
         REGISTRY_LOCK.lock();
         try {
             Map<String, WeakReference<ClientContext>> byNamespace =
@@ -121,8 +128,10 @@ public final class ClientContext {
             WeakReference<ClientContext> ref = byNamespace.get(namespace);
             ClientContext context = ref == null ? null : ref.get();
             if (context == null) {
-                context = new ClientContext(client);
-                context.listen();
+                boolean rootNamespace = namespace.equals(Objects.requireNonNullElse(root.getNamespace(), ""));
+                context = new ClientContext(
+                        rootNamespace ? root : root.usingNamespace(namespace.isEmpty() ? null : namespace));
+                context.listen(root);
                 byNamespace.put(namespace, new WeakReference<>(context));
             }
             return context;
@@ -131,14 +140,14 @@ public final class ClientContext {
         }
     }
 
-    private void listen() {
-        client.getConnectionStateListenable().addListener(this::stateChanged);
+    private void listen(CuratorFramework root) {
+        root.getConnectionStateListenable().addListener(this::stateChanged);
         try {
-            client.getCuratorListenable().addListener(this::curatorEvent);
+            root.getCuratorListenable().addListener(this::curatorEvent);
         } catch (UnsupportedOperationException e) {
-            // A namespace facade has no CuratorListenable. Its close is seen instead by the watches and requests of
-            // waiters, by leases the next time their state is read, and by the clock while work waits for a
-            // connection (see whenConnected).
+            // A client of another make that has no CuratorListenable. Its close is seen instead by the watches and
+            // requests of waiters, by leases the next time their state is read, and by the clock while work waits
+            // for a connection (see whenConnected).
             stateLock.lock();
             try {
                 facade = true;
@@ -233,8 +242,9 @@ public final class ClientContext {
 
     private void nodeWatchFired(WatchedEvent event) {
         if (event.getType() == Watcher.Event.EventType.None || event.getPath() == null) {
-            // Connection news reaches every waiter through the state listener, except the close of a namespace
-            // facade, which only watches see. Curator hands it to this watcher once per watched node, so it is acted
+            // Connection news reaches every waiter through the state listener, except the close of a client with no
+            // CuratorListenable, which only watches see. Curator hands it to this watcher once per watched node, so it
+            // is acted
             // on here, once, and not passed on: a connection blip under thousands of waiters would otherwise cost
             // the event thread one call per waiter for each watched node.
             if (event.getState() == Watcher.Event.KeeperState.Closed) {
@@ -336,7 +346,7 @@ public final class ClientContext {
         return !client.getConnectionStateErrorPolicy().isErrorState(ConnectionState.SUSPENDED);
     }
 
-    /** True once the client is closed; also notices the close of a namespace facade, which sends no event. */
+    /** True once the client is closed; also notices the close of a client with no CuratorListenable to tell it. */
     public boolean isClosed() {
         if (closed) {
             return true;
