@@ -323,8 +323,7 @@ final class QueueProducer {
             // Named like an item already there: ZooKeeper's count of creates has ended (a client that did not see it
             // end wrote at the end's name as well).
             queue.markCounterEnded();
-            queue.checkCounter();
-            throw BackgroundRequests.failure("writing to", queue.layout.items(), outcome.code());
+            throw queue.counterRanOut();
         } else if (outcome.failedOp() >= 0) {
             throw BackgroundRequests.failure("writing to", queue.layout.items(), outcome.code());
         }
@@ -339,7 +338,7 @@ final class QueueProducer {
         if (queue.counterEnded()) {
             // A count sent now: if it finds the count short of its end, the items parent was made again since.
             Stat fresh = count(deadline);
-            if (fresh != null && !SharedQueue.atCounterEnd(fresh)) {
+            if (fresh != null && SharedQueue.creates(fresh) != Integer.MAX_VALUE) {
                 queue.forgetCount();
             }
         }

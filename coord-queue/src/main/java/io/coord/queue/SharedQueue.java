@@ -41,10 +41,10 @@ final class SharedQueue {
     final SingleFlight<Stat> counts;
 
     /**
-     * At most {@code count} items were in the queue once {@code created} items (modulo 2^31, see {@link #counted}) had
-     * ever been created in it, as of the change to its children with {@code zxid}.
+     * At most {@code count} items were in the queue once {@code created} items had ever been created in it, as of the
+     * change to its children with {@code zxid}.
      */
-    private record Known(int count, int created, long zxid) {}
+    private record Known(int count, long created, long zxid) {}
 
     private final AtomicReference<Known> known = new AtomicReference<>();
     // ZooKeeper's count of the creates under the items parent has reached its end, 2147483647, as a count or a write
@@ -88,15 +88,11 @@ final class SharedQueue {
         return k == null ? -1 : k.count();
     }
 
-    /**
-     * A fresh count. ZooKeeper numbers sequential children by creates alone, while cversion counts deletes too, as
-     * {@code 2 * creates - numChildren} in 32 bits: the creates are known modulo 2^31, and so are compared with the
-     * sequences, which also carries the count across the wrap of ZooKeeper's counter.
-     */
+    /** A fresh count. */
     void counted(Stat parent) {
-        int created = (parent.getCversion() + parent.getNumChildren()) >>> 1;
-        if (atCounterEnd(parent)) {
-            counterEnded = true;
+        long created = creates(parent);
+        if (created == Integer.MAX_VALUE) {
+            counterEnded = true; // the next item would be named at the end
         }
         Known counted = new Known(parent.getNumChildren(), created, parent.getPzxid());
         known.accumulateAndGet(counted, (old, now) -> old == null || now.zxid() >= old.zxid() ? now : old);
@@ -115,13 +111,11 @@ final class SharedQueue {
             if (k == null || zxid <= k.zxid()) {
                 return k; // no count yet, or one read after this write, which it includes
             }
-            int next = (int) lastSequence + 1;
-            int since = ((next - k.created()) << 1) >> 1; // creates since the count, modulo 2^31, with its sign
-            if (since <= 0) {
+            if (lastSequence + 1 <= k.created()) {
                 return null;
             }
-            long count = (long) k.count() + since;
-            return new Known((int) Math.min(Integer.MAX_VALUE, count), next, zxid);
+            long count = k.count() + lastSequence + 1 - k.created();
+            return new Known((int) Math.min(Integer.MAX_VALUE, count), lastSequence + 1, zxid);
         });
     }
 
@@ -140,9 +134,13 @@ final class SharedQueue {
         return counterEnded;
     }
 
-    /** Whether the parent's next child would be named at the end of ZooKeeper's count of creates. */
-    static boolean atCounterEnd(Stat parent) {
-        return ((parent.getCversion() + parent.getNumChildren()) >>> 1) == Integer.MAX_VALUE;
+    /**
+     * How many children were ever created under {@code parent}, which is what ZooKeeper names the next one: the
+     * server keeps that count, up to 2147483647 at the most, and reports {@code 2 * creates - numChildren} as the
+     * cversion, in 32 bits that overflow past 2^30 creates. Halved unsigned, the sum is the count again.
+     */
+    static long creates(Stat parent) {
+        return (parent.getCversion() + parent.getNumChildren()) >>> 1;
     }
 
     /** A write found an item named as its own would be: ZooKeeper's count of the creates has ended. */
@@ -153,11 +151,15 @@ final class SharedQueue {
     /** Fails a write once ZooKeeper's count of the creates under the items parent has ended. */
     void checkCounter() {
         if (counterEnded) {
-            throw new CoordinationException("the sequence counter of " + layout.items() + " has run out: ZooKeeper"
-                    + " names items with a 32-bit count of the creates under it, which ends at 2147483647 and then"
-                    + " gives every item that same name, so the queue takes no more. Once it is drained and unused,"
-                    + " delete " + path + " and its count starts again from 0");
+            throw counterRanOut();
         }
+    }
+
+    CoordinationException counterRanOut() {
+        return new CoordinationException("the sequence counter of " + layout.items() + " has run out: ZooKeeper"
+                + " names items with a 32-bit count of the creates under it, which ends at 2147483647 and then gives"
+                + " every item that same name, so the queue takes no more. Once it is drained and unused, delete "
+                + path + " and its count starts again from 0");
     }
 
     /**

@@ -243,10 +243,9 @@ public final class ClientContext {
     private void nodeWatchFired(WatchedEvent event) {
         if (event.getType() == Watcher.Event.EventType.None || event.getPath() == null) {
             // Connection news reaches every waiter through the state listener, except the close of a client with no
-            // CuratorListenable, which only watches see. Curator hands it to this watcher once per watched node, so it
-            // is acted
-            // on here, once, and not passed on: a connection blip under thousands of waiters would otherwise cost
-            // the event thread one call per waiter for each watched node.
+            // CuratorListenable, which only watches see. Curator hands it to this watcher once per watched node, so
+            // it is acted on here, once, and not passed on: a connection blip under thousands of waiters would
+            // otherwise cost the event thread one call per waiter for each watched node.
             if (event.getState() == Watcher.Event.KeeperState.Closed) {
                 isClosed(); // a closed client fails every attempt and loses every lease
             }
