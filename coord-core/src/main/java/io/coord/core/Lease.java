@@ -28,7 +28,9 @@ public interface Lease extends AutoCloseable {
 
     /**
      * Calls {@code listener} with every state this lease enters after the call, on {@code executor}. A listener that
-     * throws is logged and otherwise ignored.
+     * throws is logged and otherwise ignored. With a direct executor ({@code Runnable::run}) the listener runs on the
+     * lease's own delivery thread: while it blocks, the lease's other listeners wait for it (though coord's own
+     * reactions, such as an election interrupting its task, do not).
      */
     void addStateListener(Consumer<LeaseState> listener, Executor executor);
 

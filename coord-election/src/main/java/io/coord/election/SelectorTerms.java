@@ -200,8 +200,9 @@ final class SelectorTerms {
             return () -> logDeparture(log, engine, name + " (requeue() to try again)", error);
         }
         return () -> {
-            // Runs on whichever thread moves the lease, possibly under the engine's locks: it only interrupts.
-            lease.addStateListener(state -> termChanged(lease, state), Runnable::run);
+            // Runs on whichever thread moves the lease, possibly under the engine's locks, and no listener the task
+            // adds to its term can hold it back: it only interrupts.
+            engine.onEveryState(lease, state -> termChanged(lease, state));
             // A term ends when its node goes, whoever deletes it (see LatchCandidacy.granted): opting in to
             // revocation watches the node.
             lease.onRevocationRequested(() -> {}, Runnable::run);
@@ -214,8 +215,9 @@ final class SelectorTerms {
     }
 
     private void termChanged(Lease lease, LeaseState state) {
-        // RELEASED is our own doing, after the task returned; HELD after SUSPECT is the same term going on.
-        if (state != LeaseState.RELEASED && !policy.leads(state)) {
+        // HELD after SUSPECT is the same term going on. RELEASED after the task returned finds the term over; before,
+        // the task closed its own term, and the next leader may start: the task must stop as for any other end.
+        if (!policy.leads(state)) {
             lock.lock();
             try {
                 if (lease == term && leaderThread != null) {

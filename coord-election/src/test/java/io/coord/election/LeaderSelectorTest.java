@@ -304,6 +304,41 @@ class LeaderSelectorTest {
     }
 
     @Test
+    void aTaskThatClosesItsOwnTermIsInterruptedForTheNextLeaderMayStart() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-by-task");
+        CountDownLatch closedInterrupted = new CountDownLatch(1);
+        AtomicReference<Lease> closedTerm = new AtomicReference<>();
+        LeaderSelector closing = new LeaderSelector(zk.newClient(), path, "closing", term -> {
+            closedTerm.set(term);
+            term.close(); // hands over early, and goes on as if it still led
+            try {
+                leadUntilInterrupted(term);
+            } finally {
+                closedInterrupted.countDown();
+            }
+        });
+        AtomicInteger nextTerms = new AtomicInteger();
+        LeaderSelector next = new LeaderSelector(zk.newClient(), path, "next", term -> {
+            nextTerms.incrementAndGet();
+            leadUntilInterrupted(term);
+        });
+        next.autoRequeue();
+        next.start();
+        await().until(next::hasLeadership);
+        closing.start();
+        await().until(() -> next.participants().size() == 2);
+        next.interruptLeadership(); // the closing selector leads, the next one queues behind it
+
+        await().alias("the next leader starts once the term is closed").until(() -> nextTerms.get() == 2);
+        assertTrue(closedInterrupted.await(10, TimeUnit.SECONDS), "the task goes on while the next leader leads");
+        assertEquals(LeaseState.RELEASED, closedTerm.get().state());
+        assertFalse(closing.hasLeadership());
+        closing.close();
+        next.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void droppedConnectionInterruptsTheTaskAndTheSelectorLeadsAgainAfterReconnect() throws Exception {
         String path = ZooKeeperFixture.uniquePath("suspect");
         List<Long> epochs = new CopyOnWriteArrayList<>();

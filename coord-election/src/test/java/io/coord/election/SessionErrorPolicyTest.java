@@ -157,6 +157,62 @@ class SessionErrorPolicyTest {
         }
     }
 
+    @Test
+    void theTaskIsInterruptedWhenTheSessionIsLostEvenWhileAListenerOnItsTermBlocks() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("selector-blocked-listener");
+        CuratorFramework client = sessionPolicyClient();
+        CountDownLatch listenerMayReturn = new CountDownLatch(1);
+        try {
+            CompletableFuture<Lease> granted = new CompletableFuture<>();
+            CountDownLatch interrupted = new CountDownLatch(1);
+            LeaderSelector selector = leadingUntilInterrupted(
+                    client,
+                    path,
+                    term -> {
+                        // On the lease's own thread, a listener that waits for something the outage holds up.
+                        term.addStateListener(
+                                state -> {
+                                    if (state == LeaseState.SUSPECT) {
+                                        awaitUninterruptibly(listenerMayReturn);
+                                    }
+                                },
+                                Runnable::run);
+                        granted.complete(term);
+                    },
+                    interrupted);
+            selector.start();
+            Lease term = granted.get(10, TimeUnit.SECONDS);
+
+            zk.stopServer(); // SUSPECT, which this policy leads through; LOST once the client gives the session up
+            await().atMost(Duration.ofSeconds(20)).until(() -> term.state() == LeaseState.LOST);
+            assertTrue(interrupted.await(10, TimeUnit.SECONDS), "the task leads on while its term is LOST");
+            assertEquals(1, listenerMayReturn.getCount());
+            listenerMayReturn.countDown();
+            zk.restartServer();
+            selector.close();
+            await().until(() -> !selector.hasLeadership());
+            zk.assertNoLeaks(path);
+        } finally {
+            listenerMayReturn.countDown();
+            client.close();
+        }
+    }
+
+    private static void awaitUninterruptibly(CountDownLatch latch) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                latch.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     /** A client like the fixture's, whose holds end only when its session is lost. */
     private static CuratorFramework sessionPolicyClient() throws InterruptedException {
         return sessionPolicyClient(ZooKeeperFixture.SESSION_TIMEOUT);

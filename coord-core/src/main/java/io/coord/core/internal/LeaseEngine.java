@@ -3,6 +3,7 @@ package io.coord.core.internal;
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
+import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -14,6 +15,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.apache.curator.framework.CuratorFramework;
@@ -212,6 +214,20 @@ public final class LeaseEngine {
             }
             throw e;
         }
+    }
+
+    /**
+     * Runs {@code reaction} with every state that {@code lease}, granted by this engine, enters from now on: on the
+     * thread that moves it, in no set order between threads, and never held back by the user's listeners. For
+     * coord's own quick reactions only, such as interrupting a task.
+     *
+     * @throws IllegalArgumentException if this engine did not grant the lease
+     */
+    public void onEveryState(Lease lease, Consumer<LeaseState> reaction) {
+        if (!(lease instanceof LeaseImpl granted) || granted.engine() != this) {
+            throw new IllegalArgumentException("not a lease granted by the engine of " + path() + ": " + lease);
+        }
+        granted.react(reaction);
     }
 
     public List<Participant> participants() {

@@ -5,6 +5,7 @@ import io.coord.core.LeaseState;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -24,6 +25,8 @@ final class LeaseImpl implements Lease {
     private final CompletableFuture<LeaseState> ended = new CompletableFuture<>();
     private final SerialExecutor events = SerialExecutor.onCallbacks();
     private final OrderedListeners<Consumer<LeaseState>> listeners;
+    // Coord's own reactions to every change (an election interrupting its task), which no listener may hold back.
+    private final List<Consumer<LeaseState>> reactions = new CopyOnWriteArrayList<>();
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
     private LeaseState state;
@@ -119,6 +122,15 @@ final class LeaseImpl implements Lease {
         return nodes;
     }
 
+    /**
+     * Runs {@code reaction} with every state the lease enters after the call, on the thread that moves it, once the
+     * lease's lock is released: ZooKeeper's event thread among them, and in no set order between threads. So it must
+     * be quick, must not block, and must not mind the order; in return, no listener of the user's can delay it.
+     */
+    void react(Consumer<LeaseState> reaction) {
+        reactions.add(Objects.requireNonNull(reaction, "reaction must not be null"));
+    }
+
     /** Runs {@code action} once the lease has ended, LOST or RELEASED, on coord's callback thread. */
     void whenEnded(Runnable action) {
         ended.whenComplete((state, error) -> action.run());
@@ -173,6 +185,7 @@ final class LeaseImpl implements Lease {
             lock.unlock();
         }
         Observations.leaseMoved(this, previous, next);
+        reactions.forEach(r -> r.accept(next));
         boolean last = next == LeaseState.LOST || next == LeaseState.RELEASED;
         if (last) {
             context.forget(this);

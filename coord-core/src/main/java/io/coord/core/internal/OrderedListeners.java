@@ -67,7 +67,7 @@ public final class OrderedListeners<L> {
             r.calls().execute(() -> {
                 try {
                     call.accept(r.listener());
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) { // an AssertionError too must not stop the calls behind it
                     log.warn("listener {} failed on {} for {}", r.listener(), change, path, e);
                 }
             });

@@ -68,12 +68,13 @@ public final class SerialExecutor implements Executor {
                 }
             }
         } finally {
+            // Also after an Error a task let through: what is queued behind it still runs, later tasks too.
             scheduled.set(false);
-        }
-        try {
-            schedule();
-        } catch (RejectedExecutionException e) {
-            log.warn("tasks given while the last ran were refused by {}", pool, e);
+            try {
+                schedule();
+            } catch (RejectedExecutionException e) {
+                log.warn("tasks given while the last ran were refused by {}", pool, e);
+            }
         }
     }
 }

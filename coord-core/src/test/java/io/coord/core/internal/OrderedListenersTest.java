@@ -88,6 +88,39 @@ class OrderedListenersTest {
         assertEquals(List.of(0, 1), heard);
     }
 
+    @Test
+    void aListenerThatThrowsAnErrorIsLoggedAndNeitherItsNextCallsNorOtherListenersAreHeldBack() {
+        List<Integer> failing = new CopyOnWriteArrayList<>();
+        listeners.add(
+                change -> {
+                    failing.add(change);
+                    throw new AssertionError("a listener's own check failed on " + change);
+                },
+                Runnable::run);
+        listeners.add(heard::add, Runnable::run);
+
+        listeners.fire("change 0", l -> l.accept(0));
+        listeners.fire("change 1", l -> l.accept(1));
+
+        await().until(() -> heard.size() == 2);
+        assertEquals(List.of(0, 1), heard);
+        assertEquals(List.of(0, 1), failing);
+    }
+
+    @Test
+    void anErrorThatEscapesATaskLeavesTheTasksBehindItToRun() {
+        SerialExecutor serial = SerialExecutor.onCallbacks();
+        serial.execute(() -> {
+            throw new AssertionError("escapes the task");
+        });
+        serial.execute(() -> heard.add(1));
+
+        await().until(() -> heard.size() == 1);
+        await().until(serial::isIdle);
+        serial.execute(() -> heard.add(2));
+        await().until(() -> heard.size() == 2);
+    }
+
     private static void awaitQuietly(CountDownLatch latch) {
         try {
             latch.await();
