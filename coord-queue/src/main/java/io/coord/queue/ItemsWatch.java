@@ -140,6 +140,12 @@ final class ItemsWatch {
         }
     }
 
+    /** The queue was found reset by hand: what was known of its items goes, and waiters read again. */
+    void reset() {
+        names.reset();
+        changed();
+    }
+
     /** Connected again on the same session: events sent while disconnected are lost, so waiters read again. */
     void reconnected() {
         changed();
@@ -154,6 +160,7 @@ final class ItemsWatch {
 
     private CompletableFuture<Boolean> sendRead() {
         long asOf = changes.get();
+        long read = names.readSent();
         CuratorFramework client = context.client();
         return BackgroundRequests.call(
                         context,
@@ -172,10 +179,10 @@ final class ItemsWatch {
                     long made = event.getStat().getCzxid();
                     long before = parentMade.getAndSet(made);
                     if (before != 0 && before != made) {
-                        names.parentMadeAgain();
+                        names.reset();
                         parentMadeAgain.run();
                     }
-                    if (names.merge(event.getChildren(), context.sessionId())) {
+                    if (names.merge(event.getChildren(), context.sessionId(), read)) {
                         signal.fire();
                     }
                     return true;

@@ -25,7 +25,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * </pre>
  *
  * A children read never brings back a name that is out of play: GONE is remembered until a read no longer lists the
- * name, so that a read sent before the item went cannot bring it back. Our claims are kept by name and session, as
+ * name, so that a read sent before the item went cannot bring it back; one sent after that still lists it finds an
+ * item made since under the same name (the queue was reset by hand), which comes into play. Our claims are kept by name and session, as
  * the server keeps them: a claim is ours only while the session that made it lives, and news of an ended session's
  * claim never speaks for a newer claim on the same item.
  */
@@ -46,6 +47,8 @@ final class NameCache {
     private static final class Entry {
         State state;
         long session;
+        /** When GONE: the children reads sent by then, none of which can speak for an item made since. */
+        long goneAfterRead;
         /** The item's stored form, read ahead of its turn; kept only while the name is in play or taken. */
         byte[] data;
 
@@ -58,6 +61,29 @@ final class NameCache {
     // Guarded by lock. candidates indexes the CANDIDATE entries in sequence order, and move() alone writes it.
     private final Map<String, Entry> entries = new HashMap<>();
     private final TreeSet<SequenceNode> candidates = new TreeSet<>();
+    private long readsSent;
+    // Bumped by every reset: data read ahead before one says nothing of the items after it.
+    private long epoch;
+
+    /** Counts a children read about to be sent; its listing goes to {@link #merge} with the number returned. */
+    long readSent() {
+        lock.lock();
+        try {
+            return ++readsSent;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** What {@link #keepData} needs of a read ahead: taken before the read is sent. */
+    long epoch() {
+        lock.lock();
+        try {
+            return epoch;
+        } finally {
+            lock.unlock();
+        }
+    }
 
     /**
      * Hands out up to {@code max} names from the head, in order, until handed back or settled: a run of small items
@@ -116,12 +142,12 @@ final class NameCache {
         }
     }
 
-    /** Keeps the stored form of a name read ahead, while it is still a candidate. */
-    void keepData(String name, byte[] data) {
+    /** Keeps the stored form of a name read ahead, while it is still a candidate and no reset came since the read. */
+    void keepData(String name, byte[] data, long readAtEpoch) {
         lock.lock();
         try {
             Entry entry = entries.get(name);
-            if (entry != null && entry.state == State.CANDIDATE) {
+            if (entry != null && entry.state == State.CANDIDATE && readAtEpoch == epoch) {
                 entry.data = data;
             }
         } finally {
@@ -202,12 +228,14 @@ final class NameCache {
     }
 
     /**
-     * The items parent was made again (deleted by hand) and numbers its items from zero again: the names of the one
-     * before say nothing of the new items. Only those a local consumer holds are kept, and no data read ahead.
+     * The queue was reset by hand (a read found the items parent made again, or a write found a parent or a write slot
+     * missing), and the items numbered from zero again: the names known before say nothing of the new items. Only those
+     * a local consumer holds are kept, and no data read ahead, not even by a read still in flight.
      */
-    void parentMadeAgain() {
+    void reset() {
         lock.lock();
         try {
+            epoch++;
             for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
                 Map.Entry<String, Entry> e = it.next();
                 e.getValue().data = null;
@@ -222,11 +250,12 @@ final class NameCache {
     }
 
     /**
-     * Merges a children listing. Returns true if a name came into play. Listed names this cache does not hold out
-     * come into play, and so do those of our claims that died with an earlier session; names it no longer lists are
-     * forgotten, unless a local consumer holds them.
+     * Merges the listing of children read number {@code read} (see {@link #readSent}). Returns true if a name came into
+     * play. Listed names this cache does not hold out come into play, and so do those of our claims that died with an
+     * earlier session, and those that went before the read was sent; names it no longer lists are forgotten, unless a
+     * local consumer holds them.
      */
-    boolean merge(List<String> children, long currentSession) {
+    boolean merge(List<String> children, long currentSession, long read) {
         Set<String> listed = new HashSet<>();
         for (String child : children) {
             Layout.parse(child).ifPresent(node -> listed.add(node.name()));
@@ -244,7 +273,9 @@ final class NameCache {
             boolean added = false;
             for (String name : listed) {
                 Entry entry = entries.get(name);
-                if (entry == null || (entry.state == State.HELD && entry.session != currentSession)) {
+                if (entry == null
+                        || (entry.state == State.HELD && entry.session != currentSession)
+                        || (entry.state == State.GONE && read > entry.goneAfterRead)) {
                     move(name, State.CANDIDATE);
                     added = true;
                 }
@@ -315,6 +346,7 @@ final class NameCache {
         }
         entry.state = to;
         entry.session = 0;
+        entry.goneAfterRead = readsSent;
         return entry;
     }
 }

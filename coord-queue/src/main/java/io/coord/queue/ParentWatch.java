@@ -110,12 +110,15 @@ final class ParentWatch {
         send(step, sentAt);
     }
 
-    /** The session ended, or a new one began: the watch died with it. */
+    /**
+     * The session ended, or a new one began: the watch died with it. The news can come after an add answered on the
+     * new session, so the watch may still be on the server: the last waiter to leave removes it all the same, which
+     * costs a request that finds no watch at worst.
+     */
     void sessionEnded() {
         lock.lock();
         try {
             armed = false;
-            maybeOnServer = false;
             generation++;
         } finally {
             lock.unlock();

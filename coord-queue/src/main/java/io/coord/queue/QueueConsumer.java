@@ -206,10 +206,9 @@ final class QueueConsumer<T> {
             return true;
         }
         if (claim) {
-            claimOne(slot, present.get(0), decoded.get(0), taken);
-        } else {
-            remove(slot, present, decoded, taken);
+            return claimOne(slot, present.get(0), decoded.get(0), taken, deadline);
         }
+        remove(slot, present, decoded, taken);
         return true;
     }
 
@@ -244,6 +243,7 @@ final class QueueConsumer<T> {
                 ? cache.readAhead(names.get(0), Math.min(READ_AHEAD, ItemCodec.smallItemsPerRead() - 1))
                 : List.of();
         reading.addAll(ahead);
+        long epoch = cache.epoch();
         List<OpResult> results = BackgroundRequests.awaitWithin(
                 MultiRead.read(
                         queue.context, reading.stream().map(queue.layout::item).toList()),
@@ -260,7 +260,7 @@ final class QueueConsumer<T> {
             if (one == null) {
                 cache.gone(name);
             } else {
-                cache.keepData(name, one);
+                cache.keepData(name, one, epoch);
             }
         }
         return stored;
@@ -299,21 +299,26 @@ final class QueueConsumer<T> {
     /**
      * Claims one item: {create claims/X EPHEMERAL, check items/X}. The claim is ours if the session we sent it on is
      * still the client's when the answer comes; if the session changed, or the landing was learned from the slot,
-     * the claim's own owner says.
+     * the claim's own owner says. Returns false if the deadline passed before the claim was sent (while the session's
+     * marker was made).
      */
-    private void claimOne(Slots.Slot slot, String name, T item, List<Taken<T>> taken) {
+    private boolean claimOne(Slots.Slot slot, String name, T item, List<Taken<T>> taken, Deadline deadline)
+            throws InterruptedException {
         CuratorFramework client = queue.context.client();
         String claimPath = queue.layout.claim(name);
         long session = queue.context.sessionId();
         // The marker before the claim: once the claim lands, nothing may fail before it is handed out or put back.
         String marker;
         try {
-            marker = queue.marker.of(session);
+            marker = queue.marker.of(session, deadline);
             if (marker == null) {
                 abandon(List.of(name), slot); // the session ended meanwhile
-                return;
+                return true;
             }
-        } catch (RuntimeException | Error e) {
+        } catch (TimeoutException e) {
+            abandon(List.of(name), slot);
+            return false;
+        } catch (RuntimeException | Error | InterruptedException e) {
             abandon(List.of(name), slot);
             throw e;
         }
@@ -331,7 +336,7 @@ final class QueueConsumer<T> {
             } else {
                 queue.items.putBack(name);
             }
-            return;
+            return true;
         }
         long owner =
                 outcome.reply() != null && queue.context.sessionId() == session ? session : queue.claimOwner(claimPath);
@@ -339,7 +344,7 @@ final class QueueConsumer<T> {
         if (owner == 0 || owner != queue.context.sessionId()) {
             queue.items.putBack(name); // the claim died with its session before it could be used
             QueueClaim.withdraw(queue, name, provenBy); // though the server may keep its session a while
-            return;
+            return true;
         }
         // A claim that landed on a newer session than the marker's (Curator sent it again there) is held all the
         // same: the claim makes that session's marker when it needs it.
@@ -348,9 +353,10 @@ final class QueueConsumer<T> {
             // The session ended after the check above but before the name was held, so its end passed the name by.
             queue.items.released(name, owner);
             QueueClaim.withdraw(queue, name, provenBy);
-            return;
+            return true;
         }
         taken.add(new Taken<>(item, QueueClaim.held(queue, name, owner, item, provenBy)));
+        return true;
     }
 
     /**

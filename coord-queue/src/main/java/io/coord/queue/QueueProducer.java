@@ -317,7 +317,7 @@ final class QueueProducer {
             return true;
         }
         if (outcome.failedOp() >= 0 && outcome.code() == Code.NONODE) {
-            queue.forgetCount(); // no items parent: nothing was written, and the next one may be a new parent
+            queue.resetFound(); // no items parent: nothing was written, and the next one may be a new parent
             await(queue.ensureLayout(), deadline);
         } else if (outcome.failedOp() >= 0 && outcome.code() == Code.NODEEXISTS) {
             // Named like an item already there: ZooKeeper's count of creates has ended (a client that did not see it

@@ -2,7 +2,11 @@ package io.coord.queue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.BackgroundRequests;
+import io.coord.core.internal.Deadline;
 import io.coord.core.internal.ResultCodes;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -29,24 +33,44 @@ final class SessionMarker {
 
     /**
      * The marker's path if {@code owner} is still the current session, creating the marker on first use in that
-     * session; null if the session has ended.
+     * session; null if the session has ended. Waits for the answers as long as they take (the interrupt flag is kept).
      */
     String of(long owner) {
+        try {
+            return of(owner, Deadline.now()); // waits fully: Deadline.now() never times a wait out
+        } catch (TimeoutException | InterruptedException e) {
+            throw new IllegalStateException("an untimed wait gave up", e);
+        }
+    }
+
+    /**
+     * Like {@link #of(long)}, waiting under {@code deadline}: for another caller's create, for the answer, and for the
+     * connection when the answer is in doubt.
+     *
+     * @throws TimeoutException if the deadline passed first; a create still unanswered is kept as the session's marker
+     *     if it lands, and deleted if it is not needed
+     */
+    String of(long owner, Deadline deadline) throws InterruptedException, TimeoutException {
         String existing = existing(owner);
         if (existing != null || queue.context.sessionId() != owner) {
             return existing;
         }
-        creating.lock();
+        lock(deadline);
         try {
             existing = existing(owner);
             if (existing != null) {
                 return existing;
             }
-            String created = create(owner);
-            if (created != null) {
-                current.set(new Marker(created, owner));
+            String created = create(owner, deadline);
+            if (created == null) {
+                return null;
             }
-            return created;
+            Marker made = new Marker(created, owner);
+            Marker kept = current.updateAndGet(m -> m != null && m.session() == owner ? m : made);
+            if (kept != made) {
+                queue.context.deleteGuaranteed(created); // an earlier caller's create answered late, and came first
+            }
+            return kept.path();
         } finally {
             creating.unlock();
         }
@@ -66,21 +90,22 @@ final class SessionMarker {
         current.updateAndGet(m -> m != null && m.session() == owner && m.path().equals(path) ? null : m);
     }
 
+    private void lock(Deadline deadline) throws InterruptedException, TimeoutException {
+        if (!deadline.allowsWaiting()) {
+            creating.lock(); // an untimed call waits for another's create as it would for its own
+        } else if (deadline.isForever()) {
+            creating.lockInterruptibly();
+        } else if (!creating.tryLock(deadline.remainingNanos(), TimeUnit.NANOSECONDS)) {
+            throw new TimeoutException(
+                    "another caller is still creating the session marker under " + queue.layout.sessions());
+        }
+    }
+
     // Under the creating lock: once per session, and whoever needs the marker waits for it anyway.
-    private String create(long owner) {
+    private String create(long owner, Deadline deadline) throws InterruptedException, TimeoutException {
         for (int attempt = 0; attempt < 3; attempt++) {
             String marker = queue.layout.newSessionMarker();
-            CuratorEvent event = BackgroundRequests.finish(
-                    queue.context,
-                    owner,
-                    marker,
-                    cb -> queue.context
-                            .client()
-                            .create()
-                            .withMode(CreateMode.EPHEMERAL)
-                            .inBackground(cb)
-                            .forPath(marker, new byte[0]));
-            Code code = BackgroundRequests.code(event);
+            Code code = send(owner, marker, deadline);
             if (queue.context.sessionId() != owner) {
                 if (code == Code.OK || code == Code.NODEEXISTS || ResultCodes.isInDoubt(code)) {
                     // Curator may have sent it again on the newer session, which would keep it for its whole life:
@@ -93,11 +118,62 @@ final class SessionMarker {
                 return marker; // NodeExists: a replay of our own create, since the name is ours alone
             }
             if (code == Code.NONODE) {
-                BackgroundRequests.awaitFully(queue.ensureLayout(), queue.layout.sessions());
+                BackgroundRequests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.sessions());
                 continue;
             }
             throw BackgroundRequests.failure("creating", marker, code);
         }
         throw new CoordinationException("could not create a session marker under " + queue.layout.sessions());
+    }
+
+    /**
+     * Sends the create until its answer is not in doubt, or the session changed: a create is sent again only once
+     * connected, on the session that sent it.
+     */
+    private Code send(long owner, String marker, Deadline deadline) throws InterruptedException, TimeoutException {
+        while (true) {
+            CompletableFuture<CuratorEvent> answer = BackgroundRequests.call(
+                    queue.context,
+                    marker,
+                    cb -> queue.context
+                            .client()
+                            .create()
+                            .withMode(CreateMode.EPHEMERAL)
+                            .inBackground(cb)
+                            .forPath(marker, new byte[0]));
+            Code code;
+            try {
+                code = BackgroundRequests.code(BackgroundRequests.awaitWithin(answer, deadline, marker));
+            } catch (TimeoutException | InterruptedException e) {
+                answer.thenAccept(late -> answeredLate(owner, marker, BackgroundRequests.code(late)));
+                throw e;
+            }
+            if (!ResultCodes.isInDoubt(code) || queue.context.sessionId() != owner) {
+                return code;
+            }
+            try {
+                BackgroundRequests.awaitWithin(queue.context.connected(), deadline, marker);
+            } catch (TimeoutException | InterruptedException e) {
+                queue.context.deleteGuaranteed(marker); // it may have landed
+                throw e;
+            }
+        }
+    }
+
+    /**
+     * A create answered after its caller stopped waiting: it becomes the session's marker if it landed on a session
+     * still current that has none yet; otherwise, if it may have landed, it is deleted.
+     */
+    private void answeredLate(long owner, String marker, Code code) {
+        boolean landed = code == Code.OK || code == Code.NODEEXISTS;
+        if (landed && queue.context.sessionId() == owner) {
+            Marker adopted = new Marker(marker, owner);
+            if (current.updateAndGet(m -> m != null && m.session() == owner ? m : adopted) == adopted) {
+                return;
+            }
+        }
+        if (landed || ResultCodes.isInDoubt(code)) {
+            queue.context.deleteGuaranteed(marker);
+        }
     }
 }

@@ -119,6 +119,16 @@ final class SharedQueue {
         });
     }
 
+    /**
+     * A write found the queue reset by hand (a parent or a write slot missing): the count, and what the consumers knew
+     * of the items, are void. Called before any slot is made again, so that no consumer can send a transaction made
+     * of what it knew before.
+     */
+    void resetFound() {
+        forgetCount();
+        items.reset();
+    }
+
     /** The items parent was found missing or made again: the next write that needs the size counts it. */
     void forgetCount() {
         known.set(null);

@@ -149,7 +149,7 @@ final class Slots {
             // (those still there are deleted at close with the rest), and the size is counted again.
             created.remove(slot.path);
             idle.clear();
-            queue.forgetCount();
+            queue.resetFound();
             return Outcome.failed(-1, code);
         }
         if (failed > 0) {
@@ -262,6 +262,7 @@ final class Slots {
 
     private CoordinationException slotDeleted(Slot slot, String what) {
         created.remove(slot.path);
+        queue.resetFound();
         return new CoordinationException("cannot tell whether a write to " + what + " landed: its slot " + slot.path
                 + " was deleted by something other than the queue");
     }
@@ -293,6 +294,7 @@ final class Slots {
                 return slot;
             }
             if (code == Code.NONODE) {
+                queue.resetFound(); // no slots parent
                 BackgroundRequests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.slots());
             } else if (ResultCodes.isInDoubt(code)) {
                 // It may have landed: the same name again tells, once connected.

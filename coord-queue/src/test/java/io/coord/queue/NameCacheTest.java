@@ -20,12 +20,12 @@ class NameCacheTest {
     @Test
     void namesAreHandedOutInSequenceOrderOncePerRead() {
         NameCache names = new NameCache();
-        assertTrue(names.merge(List.of(B, "not-an-item", A), NEW));
+        assertTrue(names.merge(List.of(B, "not-an-item", A), NEW, names.readSent()));
 
         assertEquals(List.of(A), names.take(1, 100));
         assertEquals(List.of(B), names.take(1, 100));
         assertEquals(List.of(), names.take(1, 100));
-        assertFalse(names.merge(List.of(A, B), NEW), "names being taken are held out");
+        assertFalse(names.merge(List.of(A, B), NEW, names.readSent()), "names being taken are held out");
         names.putBack(A);
         assertEquals(A, names.head());
     }
@@ -33,7 +33,7 @@ class NameCacheTest {
     @Test
     void aBatchIsARunOfSmallItemsOrOneItemOfAnySize() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B, BIG, C), NEW);
+        names.merge(List.of(A, B, BIG, C), NEW, names.readSent());
 
         assertEquals(List.of(A, B), names.take(10, 100), "a batch stops before an item of unknown size");
         assertEquals(List.of(BIG), names.take(10, 100), "which goes alone");
@@ -46,25 +46,38 @@ class NameCacheTest {
     @Test
     void aGoneNameIsNotBroughtBackByAReadSentBeforeItWent() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B), NEW);
+        names.merge(List.of(A, B), NEW, names.readSent());
         names.take(2, 100);
+        long sentBefore = names.readSent();
         names.gone(A);
         names.putBack(B);
 
-        assertFalse(names.merge(List.of(A, B), NEW), "a stale listing still names A");
+        assertFalse(names.merge(List.of(A, B), NEW, sentBefore), "a stale listing still names A");
         assertEquals(List.of(B), names.take(2, 100));
-        names.merge(List.of(B), NEW);
-        assertTrue(names.merge(List.of(A), NEW), "once a read no longer lists it, it is forgotten");
+        names.merge(List.of(B), NEW, names.readSent());
+        assertTrue(names.merge(List.of(A), NEW, names.readSent()), "once a read no longer lists it, it is forgotten");
+    }
+
+    @Test
+    void aReadSentAfterANameWentThatStillListsItFindsANewItemOfThatName() {
+        NameCache names = new NameCache();
+        names.merge(List.of(A), NEW, names.readSent());
+        names.take(1, 100);
+        names.gone(A);
+
+        assertTrue(names.merge(List.of(A), NEW, names.readSent()), "the queue was reset, and A made again");
+        assertEquals(A, names.head());
     }
 
     @Test
     void watchedClaimBringsItsNameBackWhenDeleted() {
         NameCache names = new NameCache();
-        names.merge(List.of(A), NEW);
+        names.merge(List.of(A), NEW, names.readSent());
         names.take(1, 100);
         names.watch(A);
 
-        assertFalse(names.merge(List.of(A), NEW), "a read never brings back a name claimed elsewhere");
+        assertFalse(
+                names.merge(List.of(A), NEW, names.readSent()), "a read never brings back a name claimed elsewhere");
         assertTrue(names.claimDeleted(A));
         assertEquals(A, names.head());
         assertFalse(names.claimDeleted(A), "only a watched name comes back");
@@ -73,12 +86,12 @@ class NameCacheTest {
     @Test
     void aClaimOfOursHoldsTheNameUntilReleasedOrAcked() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B), NEW);
+        names.merge(List.of(A, B), NEW, names.readSent());
         names.take(2, 100);
         names.held(A, NEW);
         names.held(B, NEW);
 
-        assertFalse(names.merge(List.of(A, B), NEW));
+        assertFalse(names.merge(List.of(A, B), NEW, names.readSent()));
         assertFalse(names.released(A, OLD), "a release of another session's claim does not speak for this one");
         assertTrue(names.released(A, NEW));
         names.acked(B, NEW);
@@ -89,7 +102,7 @@ class NameCacheTest {
     @Test
     void theEndOfASessionFreesItsClaimsAndClaimWatches() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B, C), OLD);
+        names.merge(List.of(A, B, C), OLD, names.readSent());
         names.take(3, 100);
         names.held(A, OLD);
         names.watch(B);
@@ -103,27 +116,32 @@ class NameCacheTest {
     @Test
     void aReadBringsBackANameHeldByAClaimOfAnEndedSession() {
         NameCache names = new NameCache();
-        names.merge(List.of(A), OLD);
+        names.merge(List.of(A), OLD, names.readSent());
         names.take(1, 100);
         names.held(A, OLD);
 
-        assertTrue(names.merge(List.of(A), NEW));
+        assertTrue(names.merge(List.of(A), NEW, names.readSent()));
         assertEquals(A, names.head());
     }
 
     @Test
-    void anItemsParentMadeAgainVoidsWhatItsNamesMeantBefore() {
+    void aResetVoidsWhatTheNamesMeantBefore() {
         NameCache names = new NameCache();
-        names.merge(List.of(A, B, C), NEW);
+        names.merge(List.of(A, B, C), NEW, names.readSent());
         assertEquals(List.of(A, B, C), names.take(3, 100));
         names.gone(A);
         names.putBack(B);
-        names.keepData(B, new byte[] {1});
+        long readAhead = names.epoch();
+        names.keepData(B, new byte[] {1}, readAhead);
 
-        names.parentMadeAgain();
-        assertTrue(names.merge(List.of(A, B), NEW), "A names a new item");
+        names.reset();
+        assertTrue(names.merge(List.of(A, B), NEW, names.readSent()), "A names a new item");
         assertTrue(names.putBack(C), "a name a local consumer holds is kept");
         assertEquals(List.of(A, B, C), names.take(3, 100));
         assertNull(names.takeData(B), "data read under the old parent is dropped");
+        names.putBack(B);
+        names.keepData(B, new byte[] {2}, readAhead);
+        assertEquals(List.of(B), names.take(1, 100));
+        assertNull(names.takeData(B), "and so is data a read sent before the reset brings after it");
     }
 }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.internal.ClientContext;
 import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
@@ -16,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -108,6 +110,98 @@ class QueueFaultTest {
         assertEquals("new-0", queue.poll(Duration.ofSeconds(5)));
         assertEquals("new-1", queue.poll(Duration.ofSeconds(5)));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void itemsReadAheadBeforeAResetAreNeverHandedOutForTheNewItemsOfTheirNames() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("reset-read-ahead");
+        CuratorFramework admin = zk.newClient();
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        queue.putAll(List.of("old-0", "old-1", "old-2", "old-3", "old-4"));
+        assertEquals("old-0", queue.poll()); // reads the four after it ahead
+
+        admin.delete().deletingChildrenIfNeeded().forPath(path);
+        queue.putAll(List.of("new-0", "new-1", "new-2", "new-3", "new-4")); // the same names as the old items
+
+        assertEquals(List.of("new-0", "new-1", "new-2", "new-3", "new-4"), drain(queue));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aNameThatWentBeforeAResetComesBackIntoPlayWhenAnItemIsMadeUnderItAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("reset-gone");
+        CuratorFramework admin = zk.newClient();
+        CuratorFramework consumerClient = zk.newClient();
+        DistributedQueue<String> consumer = queue(consumerClient, path);
+        DistributedQueue<String> producer = queue(zk.newClient(), path);
+        producer.putAll(List.of("old-0", "old-1", "old-2", "old-3", "old-4", "old-5"));
+        assertEquals(List.of("old-0", "old-1", "old-2", "old-3", "old-4"), pollTimes(consumer, 5));
+        Claim<String> claim = consumer.claim(Duration.ofSeconds(5)).orElseThrow(); // held through the reset
+
+        admin.delete().deletingChildrenIfNeeded().forPath(path);
+        producer.putAll(List.of("new-0", "new-1"));
+        assertEquals("new-0", consumer.peek()); // reads the new parent's names
+        claim.close(); // its item is gone, but its name comes back into play: nothing here knows better yet
+        NameCache names =
+                SharedQueue.of(ClientContext.of(consumerClient), path).items.names();
+        String first = "qs-0000000000";
+        String claimed = "qs-0000000005";
+        await("the claimed name is back in play")
+                .until(() -> names.readAhead(first, 10).contains(claimed));
+        assertEquals("new-0", consumer.poll()); // reads the name ahead, and finds it gone
+        producer.putAll(List.of("new-2", "new-3", "new-4", "new-5")); // new-5 is named like the claimed item
+
+        assertEquals(
+                List.of("new-1", "new-2", "new-3", "new-4", "new-5"), drainWithin(consumer, Duration.ofSeconds(5)));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aTimedClaimWhoseSessionMarkerCannotBeMadeGivesUpAtItsDeadlineAndLeavesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("claim-marker-deadline");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        DistributedQueue<String> consumer =
+                queue(zk.newCustomClient(builder -> builder.connectString(proxy.connectString())), path);
+        queue(zk.newClient(), path).putAll(List.of("a", "b", "c"));
+        assertEquals("a", consumer.poll()); // makes its write slot, and reads the next items ahead: a claim of "b"
+        // sends nothing before its session marker
+
+        proxy.loseReplies(true);
+        CompletableFuture<Optional<Claim<String>>> claimed = CompletableFuture.supplyAsync(() -> {
+            try {
+                return consumer.claim(Duration.ofSeconds(1));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        assertEquals(Optional.empty(), claimed.get(20, TimeUnit.SECONDS), "the claim outlived its deadline");
+        proxy.loseReplies(false);
+
+        Claim<String> b = consumer.claim(Duration.ofSeconds(20)).orElseThrow();
+        assertEquals("b", b.item());
+        assertTrue(b.ack());
+        assertEquals(List.of("c"), drain(consumer));
+        CuratorFramework admin = zk.newClient();
+        await("one session marker, the one its session uses")
+                .atMost(Duration.ofSeconds(20))
+                .until(() -> admin.getChildren().forPath(path + "/sessions").size() == 1);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    private static List<String> pollTimes(DistributedQueue<String> queue, int times) {
+        List<String> items = new ArrayList<>();
+        for (int i = 0; i < times; i++) {
+            items.add(queue.poll());
+        }
+        return items;
+    }
+
+    private static List<String> drainWithin(DistributedQueue<String> queue, Duration wait) throws InterruptedException {
+        List<String> items = new ArrayList<>();
+        for (String item = queue.poll(wait); item != null; item = queue.poll(wait)) {
+            items.add(item);
+        }
+        return items;
     }
 
     @Test
