@@ -16,6 +16,7 @@ import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
+import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -238,6 +239,50 @@ class MutexFaultTest {
         waiter.acquire(); // the waiter's client still works
         waiter.release();
         client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aOneLookAcquisitionWhoseConnectionDropsAnswersFalseWithoutWaitingForItAndLeavesNoNode() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("one-look-cut-off");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        holder.acquire();
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // A session that outlives the outage, and retries that outlast it: nothing but coord ends the look.
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .retryPolicy(new RetryNTimes(1_000, 100)));
+        ReentrantMutex looker = new ReentrantMutex(client, path);
+        Session session = Session.of(client);
+
+        proxy.loseReplies(true); // the create goes out, and its reply never comes back
+        CompletableFuture<Boolean> looked = CompletableFuture.supplyAsync(() -> {
+            try {
+                return looker.acquire(Duration.ZERO);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        await().until(() -> holder.participants().size() == 2);
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+
+        assertFalse(looked.get(30, TimeUnit.SECONDS));
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+        assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
+        assertEquals(
+                session.id(),
+                client.getZookeeperClient().getZooKeeper().getSessionId(),
+                "the look waited for the connection until the session was given up");
+        await().alias("the look's node was withdrawn once connected")
+                .atMost(Duration.ofSeconds(20))
+                .until(() -> holder.participants().size() == 1);
+        holder.release();
+        assertTrue(looker.acquire(Duration.ofSeconds(20)));
+        looker.release();
+        client.close();
+        proxy.close();
         zk.assertNoLeaks(path);
     }
 

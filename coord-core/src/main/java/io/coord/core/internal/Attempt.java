@@ -126,6 +126,21 @@ final class Attempt {
         });
     }
 
+    /**
+     * The connection went down. A one-look attempt ends refused, as it would had it started now, instead of waiting
+     * for the connection: whatever it created is withdrawn. Others wait on; the connection's return or the session's
+     * end decides for them.
+     */
+    void suspended() {
+        if (request.tryOnce()) {
+            act(todo -> {
+                if (!isOver()) {
+                    finish(null, todo);
+                }
+            });
+        }
+    }
+
     // ---- entering ----
 
     /** Queues anew: deletes what the last generation made and creates with a fresh id. */
@@ -277,7 +292,9 @@ final class Attempt {
 
     void finish(LeaseImpl lease, List<Runnable> todo) {
         phase = Phase.DONE;
-        waiting.stop();
+        if (waiting != null) {
+            waiting.stop(); // none yet if the attempt ends before it entered
+        }
         todo.add(() -> {
             if (lease != null && !result.isDone()) {
                 // Before the caller can have the lease, so that the grant is never reported after the hold's end.

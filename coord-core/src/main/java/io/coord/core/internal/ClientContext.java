@@ -581,6 +581,8 @@ public final class ClientContext {
         if (state == ConnectionState.LOST) {
             // Waiters' znodes died with the session: each queues again on the next one.
             List.copyOf(attempts).forEach(Attempt::sessionLost);
+        } else if (state == ConnectionState.SUSPENDED || state == ConnectionState.READ_ONLY) {
+            List.copyOf(attempts).forEach(Attempt::suspended); // one look cannot wait for the connection
         }
         toConfirm.forEach(l -> confirm(l, epoch));
         ready.forEach(internal::execute);
