@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -263,6 +264,42 @@ class ReentrantMutexTest {
         }
         lock.unlock();
         lock.unlock();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void lockKeepsItsPlaceInTheQueueWhateverInterruptsArrive() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("as-lock-place");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path, "holder");
+        holder.acquire();
+        Lock first = new ReentrantMutex(zk.newClient(), path, "first").asLock();
+        ReentrantMutex second = new ReentrantMutex(zk.newClient(), path, "second");
+        CompletableFuture<Thread> firstThread = new CompletableFuture<>();
+        CompletableFuture<Boolean> firstLocked = new CompletableFuture<>();
+        CountDownLatch mayUnlock = new CountDownLatch(1);
+        Future<?> firstDone = threads.submit(() -> {
+            firstThread.complete(Thread.currentThread());
+            first.lock();
+            firstLocked.complete(Thread.interrupted());
+            mayUnlock.await();
+            first.unlock();
+            return null;
+        });
+        await().until(() -> holder.participants().size() == 2);
+        CompletableFuture<Lease> secondLease = second.acquireAsync(); // queues behind the first
+        await().until(() -> ids(holder.participants()).equals(List.of("holder", "first", "second")));
+
+        for (int i = 0; i < 3; i++) {
+            firstThread.get().interrupt();
+        }
+        holder.release();
+
+        assertTrue(firstLocked.get(10, TimeUnit.SECONDS), "lock() returns with the interrupt flag set");
+        assertFalse(secondLease.isDone(), "the second went ahead of an interrupted lock()");
+        assertEquals(List.of("first", "second"), ids(holder.participants()));
+        mayUnlock.countDown();
+        firstDone.get(10, TimeUnit.SECONDS);
+        secondLease.get(10, TimeUnit.SECONDS).close();
         zk.assertNoLeaks(path);
     }
 

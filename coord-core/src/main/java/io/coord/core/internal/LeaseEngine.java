@@ -217,6 +217,40 @@ public final class LeaseEngine {
     }
 
     /**
+     * Blocks until granted, keeping its place in the queue whatever interrupts arrive, as {@code Lock.lock()} does; the
+     * interrupt flag is restored before it returns.
+     */
+    public Lease acquireUninterruptibly() {
+        Attempt attempt = start(new Attempt.Request(1, predicate, false));
+        boolean interrupted = Thread.interrupted();
+        try {
+            while (true) {
+                try {
+                    return attempt.result.get();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    throw rethrow(e.getCause()); // the attempt failed and withdrew itself
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            try {
+                LeaseImpl granted = cancelOrTake(attempt, Observer.AcquireOutcome.CANCELLED);
+                if (granted != null) {
+                    granted.close();
+                }
+            } catch (RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
      * Runs {@code reaction} with every state that {@code lease}, granted by this engine, enters from now on: on the
      * thread that moves it, in no set order between threads, and never held back by the user's listeners. For
      * coord's own quick reactions only, such as interrupting a task.

@@ -8,18 +8,16 @@ import java.util.concurrent.locks.Lock;
 
 /** A {@link DistributedLock} seen as a {@link Lock}, bound to threads like its acquire and release. */
 final class LockView implements Lock {
-    private final DistributedLock lock;
+    private final ThreadBoundLock lock;
 
-    LockView(DistributedLock lock) {
+    LockView(ThreadBoundLock lock) {
         this.lock = lock;
     }
 
+    /** Keeps its place in the queue however often interrupted, and restores the flag once it holds. */
     @Override
     public void lock() {
-        ignoringInterrupts(() -> {
-            lock.acquire();
-            return true;
-        });
+        lock.acquireUninterruptibly();
     }
 
     @Override

@@ -68,6 +68,13 @@ public final class ThreadBoundLock implements DistributedLock {
         }
     }
 
+    /** Like {@link #acquire()}, but an interrupt neither ends the wait nor gives up its place: {@code Lock.lock()}. */
+    void acquireUninterruptibly() {
+        if (!reenter()) {
+            hold(engine.acquireUninterruptibly());
+        }
+    }
+
     @Override
     public boolean acquire(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
