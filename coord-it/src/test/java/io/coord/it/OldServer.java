@@ -9,8 +9,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A ZooKeeper server of a release before persistent watches, run as a process of its own from the jars that the
- * build copies (see coord-it's pom), since two ZooKeeper versions cannot share one classpath.
+ * A ZooKeeper server of an older release, run as a process of its own from the jars that the build copies (see
+ * coord-it's pom), since two ZooKeeper versions cannot share one classpath.
  */
 final class OldServer {
     private final Process process;
@@ -21,18 +21,28 @@ final class OldServer {
         this.port = port;
     }
 
-    /** Starts the server on a free port, with its data and log in a fresh folder under the build directory. */
+    /** A server from before persistent watches (3.5). */
     static OldServer start() throws IOException {
-        String lib = System.getProperty("old-zookeeper.lib");
+        return start("old-zookeeper.lib");
+    }
+
+    /**
+     * Starts the server whose jars the system property {@code libProperty} names, on a free port, with its data and
+     * log in a fresh folder under the build directory.
+     */
+    static OldServer start(String libProperty) throws IOException {
+        String lib = System.getProperty(libProperty);
         if (lib == null || !Files.isDirectory(Paths.get(lib))) {
-            throw new IllegalStateException("old-zookeeper.lib names no folder (" + lib + "): run through Maven");
+            throw new IllegalStateException(libProperty + " names no folder (" + lib + "): run through Maven");
         }
-        Path home = Files.createTempDirectory(Paths.get(lib).getParent(), "old-zookeeper-");
+        Path home = Files.createTempDirectory(
+                Paths.get(lib).getParent(), Paths.get(lib).getFileName() + "-");
         int port = freePort();
         String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
         Process process = new ProcessBuilder(List.of(
                         java,
                         "-Dzookeeper.4lw.commands.whitelist=*",
+                        "-Dzookeeper.admin.enableServer=false", // it would need Jetty
                         "-cp",
                         lib + "/*",
                         "org.apache.zookeeper.server.ZooKeeperServerMain",

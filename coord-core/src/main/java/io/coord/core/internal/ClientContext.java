@@ -62,6 +62,7 @@ public final class ClientContext {
     private final Map<String, PathView> views = new ConcurrentHashMap<>();
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
     private volatile boolean olderServer; // it answered a 3.6 request UNIMPLEMENTED
+    private volatile boolean persistentWatchesStay; // it cannot remove a persistent watch on its own (3.6 to 3.8)
     // One watcher object for every node watch of this client. The handle keeps one registration per watcher and
     // path, so waiters that come and go on one node never pile up registrations, even across SharedPath lifetimes.
     private final Watcher nodeWatcher = this::nodeWatchFired;
@@ -200,7 +201,7 @@ public final class ClientContext {
 
     /** Whether new acquisitions may use a view: enabled, and the server can add persistent watches. */
     public boolean usesViews() {
-        return viewSettings.enabled() && !olderServer;
+        return viewSettings.enabled() && !olderServer && !persistentWatchesStay;
     }
 
     /** Whether the server answered a request of ZooKeeper 3.6 (addWatch, a read-only multi) UNIMPLEMENTED. */
@@ -504,6 +505,13 @@ public final class ClientContext {
      */
     public CompletableFuture<KeeperException.Code> dropWatchesAnswering(String path, Watcher.WatcherType type) {
         CompletableFuture<KeeperException.Code> done = new CompletableFuture<>();
+        if (type == Watcher.WatcherType.Persistent || type == Watcher.WatcherType.PersistentRecursive) {
+            done.thenAccept(rc -> {
+                if (rc == KeeperException.Code.MARSHALLINGERROR) {
+                    persistentWatchesStay(path);
+                }
+            });
+        }
         try {
             client.getZookeeperClient()
                     .getZooKeeper()
@@ -521,6 +529,23 @@ public final class ClientContext {
             done.complete(KeeperException.Code.SYSTEMERROR);
         }
         return done;
+    }
+
+    /**
+     * The server could not read a removal of persistent watches: a server of 3.6 to 3.8 adds them but removes watches
+     * only by the types it knew before (Data, Children, Any), and Any would take the watches of everyone else on this
+     * connection and path too. So the watch stays until the session ends, and from now on this client takes no view,
+     * so that no more stay behind.
+     */
+    private void persistentWatchesStay(String path) {
+        if (!persistentWatchesStay) {
+            persistentWatchesStay = true;
+            log.info(
+                    "ZooKeeper could not remove the persistent watch on {} (a server before 3.9): coord uses"
+                            + " predecessor watches on this client from now on, and the persistent watches it has set stay"
+                            + " until the session ends",
+                    path);
+        }
     }
 
     public static CoordinationException closedError(String path) {
