@@ -4,6 +4,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.Arguments;
 import io.coord.mutex.ReentrantMutex;
+import java.lang.ref.WeakReference;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -45,6 +46,10 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
     private final CuratorFramework client;
     private final String root;
     private final Map<String, KeyLock> locks = new ConcurrentHashMap<>();
+    // Each key's mutex, kept after its lock is forgotten for as long as anything refers to it (a thread waiting in, or
+    // owing a release to, what mutex(key) returned): the key's next lock takes it over, so that one thread's holds
+    // of a key are always one mutex's.
+    private final Map<String, WeakReference<ReentrantMutex>> mutexes = new ConcurrentHashMap<>();
 
     /**
      * Locks under {@code root}, a valid absolute path other than {@code /}. Does no I/O.
@@ -83,7 +88,9 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
 
     /**
      * Forgets the locks that no thread of this process holds, waits for or is about to unlock, and that were last used
-     * more than {@code age} milliseconds ago. Their znodes need no cleanup: a released mutex leaves none.
+     * more than {@code age} milliseconds ago. Their znodes need no cleanup: a released mutex leaves none. A thread
+     * still using the {@link #mutex(Object)} of a forgotten lock (waiting in it, or owing it a release) goes on with
+     * the same mutex, which the key's next lock takes over.
      */
     @Override
     public void expireUnusedOlderThan(long age) {
@@ -93,6 +100,7 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         for (String name : locks.keySet()) {
             locks.computeIfPresent(name, (key, lock) -> lock.retireIfUnused(now, ageNanos) ? null : lock);
         }
+        mutexes.values().removeIf(kept -> kept.get() == null);
     }
 
     /**
@@ -130,6 +138,17 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
             return live; // the usual case, without compute's lock on the bin
         }
         return locks.compute(name, (key, lock) -> lock == null || lock.isRetired() ? new KeyLock(key) : lock);
+    }
+
+    /** The key's mutex: the one still in use through a forgotten lock, or a new one. Inside {@code locks.compute}. */
+    private ReentrantMutex mutexOf(String name) {
+        WeakReference<ReentrantMutex> kept = mutexes.get(name);
+        ReentrantMutex mutex = kept == null ? null : kept.get();
+        if (mutex == null) {
+            mutex = new ReentrantMutex(client, root + "/" + name);
+            mutexes.put(name, new WeakReference<>(mutex));
+        }
+        return mutex;
     }
 
     /** How many locks the registry keeps now. */
@@ -176,7 +195,7 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
 
         KeyLock(String name) {
             this.name = name;
-            this.mutex = new ReentrantMutex(client, root + "/" + name);
+            this.mutex = mutexOf(name);
             this.lock = mutex.asLock();
         }
 

@@ -225,6 +225,42 @@ class CoordLockRegistryTest {
     }
 
     @Test
+    void aThreadWaitingInTheMutexOfAForgottenLockHoldsTheKeysNextLockToo() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        CoordLockRegistry elsewhere = new CoordLockRegistry(zk.newClient(), "/locks");
+        Lock theirs = elsewhere.obtain("waited");
+        theirs.lock();
+        CompletableFuture<Boolean> nested = CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        registry.mutex("waited").acquire(); // waits behind the other process
+                        try {
+                            Lock again = registry.obtain("waited");
+                            boolean entered = again.tryLock(1, TimeUnit.SECONDS);
+                            if (entered) {
+                                again.unlock();
+                            }
+                            return entered;
+                        } finally {
+                            registry.mutex("waited").release();
+                        }
+                    } catch (InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                other);
+        await().until(() -> elsewhere.mutex("waited").participants().size() == 2);
+        registry.expireUnusedOlderThan(0); // nothing of the registry's own says the lock is in use
+
+        theirs.unlock();
+        assertThat(nested.get(30, TimeUnit.SECONDS))
+                .as("the thread queued behind its own hold")
+                .isTrue();
+        assertThat(registry.mutex("waited").isAcquiredInThisProcess()).isFalse();
+        zk.assertNoLeaksUnder("/locks/waited");
+    }
+
+    @Test
     void badKeysAndRootsAreRefusedBeforeAnythingIsWritten() throws Exception {
         CuratorFramework client = zk.newClient();
         CoordLockRegistry registry = new CoordLockRegistry(client, "/refusing");
