@@ -95,7 +95,9 @@ public interface DistributedLock {
      *
      * @param holder a participant of this lock, as {@link #participants()} lists it
      * @return whether its node was deleted; false when that participant does not hold the lock (any more), and
-     *     nothing was deleted
+     *     nothing was deleted, with one exception: when the connection drops while the delete is on its way, Curator
+     *     sends it again, and if the first one had landed, the second finds no node and this answers false although
+     *     the holder was evicted (its lease turns LOST)
      * @throws NullPointerException if {@code holder} is null
      * @throws IllegalArgumentException if {@code holder} names no node of this lock's kind
      * @throws CoordinationException if ZooKeeper refused the read or the delete (for example without delete
