@@ -50,6 +50,9 @@ final class SelectorTerms {
     private boolean autoRequeue;
     private Lease term;
     private Thread leaderThread;
+    // Whether observers were told that the task leads, and not yet that it stopped: told as the task starts, and as
+    // its term stops leading or the task returns, whichever comes first.
+    private boolean reportedLeading;
     private final TermRequest request;
 
     SelectorTerms(LeaseEngine engine, String name, LeadershipTask task) {
@@ -222,6 +225,7 @@ final class SelectorTerms {
             try {
                 if (lease == term && leaderThread != null) {
                     leaderThread.interrupt();
+                    reportStopped();
                 }
             } finally {
                 lock.unlock();
@@ -245,6 +249,7 @@ final class SelectorTerms {
             // Checked after leaderThread is set: a later change that ends leadership interrupts us, an earlier one is
             // seen here.
             if (run && policy.leads(lease.state())) {
+                reportStarted(lease);
                 task.takeLeadership(lease);
             }
         } catch (InterruptedException e) {
@@ -266,6 +271,7 @@ final class SelectorTerms {
                     // it cannot leak into the next term.
                     Thread.interrupted();
                 }
+                reportStopped();
                 term = null;
                 leaderThread = null;
                 if (phase == Phase.LEADING) {
@@ -301,9 +307,27 @@ final class SelectorTerms {
         if (!allowed) {
             throw new IllegalStateException("selector " + name + " cannot move from " + phase + " to " + next);
         }
-        if ((next == Phase.LEADING) != (phase == Phase.LEADING)) {
-            Observations.leadershipChanged(engine, next == Phase.LEADING);
-        }
         phase = next;
+    }
+
+    /** The task is about to run: observers hear that this selector leads, unless its term stopped leading already. */
+    private void reportStarted(Lease lease) {
+        lock.lock();
+        try {
+            if (term == lease && !reportedLeading) {
+                reportedLeading = true;
+                Observations.leadershipChanged(engine, true);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Under {@link #lock}: the running term stopped leading, or its task returned. */
+    private void reportStopped() {
+        if (reportedLeading) {
+            reportedLeading = false;
+            Observations.leadershipChanged(engine, false);
+        }
     }
 }

@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
+import io.coord.core.internal.Observations;
+import io.coord.core.internal.Observer;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
@@ -336,6 +338,48 @@ class LeaderSelectorTest {
         closing.close();
         next.close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void observersHearThatASelectorLeadsWhileItsTaskRunsOnATermThatLeads() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("observed-selector");
+        List<Boolean> heard = new CopyOnWriteArrayList<>();
+        Observer observer = new Observer() {
+            @Override
+            public void leadershipChanged(String at, String primitive, String participant, boolean gained) {
+                if (at.equals(path)) {
+                    heard.add(gained);
+                }
+            }
+        };
+        Observations.add(observer);
+        try {
+            CountDownLatch taskEnded = new CountDownLatch(1);
+            CountDownLatch mayReturn = new CountDownLatch(1);
+            AtomicReference<Lease> term = new AtomicReference<>();
+            LeaderSelector selector = new LeaderSelector(zk.newClient(), path, "observed", lease -> {
+                term.set(lease);
+                try {
+                    leadUntilInterrupted(lease);
+                } finally {
+                    taskEnded.countDown();
+                    mayReturn.await(); // the term goes on until the task returns
+                }
+            });
+            selector.start();
+            await().until(() -> heard.equals(List.of(true)));
+
+            zk.newClient().delete().forPath(term.get().path()); // the term stops leading, the task is interrupted
+            assertTrue(taskEnded.await(10, TimeUnit.SECONDS));
+            await().until(() -> heard.equals(List.of(true, false)));
+            mayReturn.countDown();
+            selector.close();
+            await().until(() -> !selector.hasLeadership());
+            assertEquals(List.of(true, false), heard, "the task's return is the same end, told once");
+            zk.assertNoLeaks(path);
+        } finally {
+            Observations.remove(observer);
+        }
     }
 
     @Test
