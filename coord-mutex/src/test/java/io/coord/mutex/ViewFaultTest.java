@@ -24,6 +24,7 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.Watcher;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -134,6 +135,47 @@ class ViewFaultTest {
         await().until(() -> heard.contains(ClientContext.SessionEvent.RECONNECTED));
         await().atMost(Duration.ofSeconds(10))
                 .until(() -> zk.ensemble().watchesUnder(path).isEmpty());
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aViewWhoseWatchAddIsAnsweredOnTheOldHandleAfterTheNextSessionBeganWatchesOnTheNewOne() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-late-add");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        mutex.acquire(); // counts the path: the next acquisition makes a view
+        mutex.release();
+
+        // The handle's event thread is busy while the new view's add, its read and the lock's create are answered;
+        // then a new handle, and session, replaces it (what a changed connection string does).
+        CountDownLatch busy = new CountDownLatch(1);
+        CountDownLatch mayGoOn = new CountDownLatch(1);
+        String blocker = path + "-blocker";
+        client.checkExists()
+                .usingWatcher((Watcher) event -> {
+                    busy.countDown();
+                    awaitQuietly(mayGoOn);
+                })
+                .forPath(blocker);
+        CuratorFramework other = zk.newClient();
+        other.create().forPath(blocker);
+        assertTrue(busy.await(10, TimeUnit.SECONDS));
+        CompletableFuture<Lease> acquired = mutex.acquireAsync();
+        await().until(() -> !zk.ensemble().watchesUnder(path).isEmpty()
+                && other.getChildren().forPath(path).size() == 1);
+        List<ClientContext.SessionEvent> heard = new CopyOnWriteArrayList<>();
+        ClientContext.of(client).addSessionListener(heard::add);
+        client.getZookeeperClient().reset();
+        await().until(() -> heard.contains(ClientContext.SessionEvent.NEW_SESSION));
+        mayGoOn.countDown(); // the old handle's answers now reach the view
+
+        Lease lease = acquired.get(20, TimeUnit.SECONDS);
+        ReentrantMutex theirs = new ReentrantMutex(other, path);
+        CompletableFuture<Lease> waiting = theirs.acquireAsync();
+        await().until(() -> mutex.participants().size() == 2);
+        lease.close();
+        waiting.get(10, TimeUnit.SECONDS).close();
+        other.delete().forPath(blocker);
         zk.assertNoLeaks(path);
     }
 
