@@ -135,12 +135,16 @@ final class SelectorTerms {
 
     /** The task runs, and its term leads right now, even before the interrupt of a term that stopped leading lands. */
     boolean hasLeadership() {
+        Lease running;
         lock.lock();
         try {
-            return leaderThread != null && policy.leads(term.state());
+            running = leaderThread != null ? term : null;
         } finally {
             lock.unlock();
         }
+        // Asked outside the lock: a lease may take the client's lock to answer, and the client's lock is held while a
+        // lease moves, which takes ours to interrupt the task.
+        return running != null && policy.leads(running.state());
     }
 
     void interruptLeadership() {

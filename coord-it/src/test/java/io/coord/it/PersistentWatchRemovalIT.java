@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.RetryNTimes;
@@ -58,9 +59,11 @@ class PersistentWatchRemovalIT {
         ReentrantMutex first = new ReentrantMutex(mine, "/v38/first");
         for (int i = 0; i < 3; i++) { // from the second acquisition on, the client follows the path with a view
             assertTrue(first.acquire(Duration.ofSeconds(30)));
+            if (i == 2) { // while the view is in use, so that it cannot linger out
+                assertTrue(ClientContext.of(mine).usesViews(), "the server adds persistent watches");
+            }
             first.release();
         }
-        assertTrue(ClientContext.of(mine).usesViews(), "the server adds persistent watches");
         await("the view lingered out, and its removal was refused")
                 .atMost(Duration.ofSeconds(30))
                 .until(() -> !ClientContext.of(mine).usesViews());
@@ -102,14 +105,19 @@ class PersistentWatchRemovalIT {
                 DistributedQueue.builder(client(), path, QueueSerializer.utf8()).build();
         for (int round = 0; round < 3; round++) {
             String item = "item-" + round;
+            AtomicReference<Thread> polling = new AtomicReference<>();
             CompletableFuture<String> taken = CompletableFuture.supplyAsync(() -> {
+                polling.set(Thread.currentThread());
                 try {
                     return consumer.poll(Duration.ofSeconds(30));
                 } catch (InterruptedException e) {
                     throw new IllegalStateException(e);
                 }
             });
-            await("the consumer waits on the watch").until(() -> watchesUnder(path + "/items") == 1);
+            await("the consumer waits")
+                    .until(() -> polling.get() != null
+                            && polling.get().getState() == Thread.State.TIMED_WAITING
+                            && watchesUnder(path + "/items") == 1);
             producer.put(item);
             assertEquals(item, taken.get(30, TimeUnit.SECONDS));
         }

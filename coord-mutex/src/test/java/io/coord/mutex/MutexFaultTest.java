@@ -326,7 +326,17 @@ class MutexFaultTest {
             }
         });
         t.start();
-        await().until(() -> holder.participants().size() == 3);
+        CompletableFuture<Throwable> locking = new CompletableFuture<>();
+        Thread l = new Thread(() -> {
+            try {
+                waiter.asLock().lock(); // not interruptible, but it ends with the client
+                locking.complete(null);
+            } catch (Throwable e) {
+                locking.complete(e);
+            }
+        });
+        l.start();
+        await().until(() -> holder.participants().size() == 4);
 
         waiterClient.close();
 
@@ -337,6 +347,9 @@ class MutexFaultTest {
                 asyncError.getCause().getMessage());
         Throwable blockingError = blocked.get(10, TimeUnit.SECONDS);
         assertTrue(blockingError instanceof CoordinationException, String.valueOf(blockingError));
+        Throwable lockError = locking.get(10, TimeUnit.SECONDS);
+        assertInstanceOf(CoordinationException.class, lockError);
+        assertEquals("the client was closed while waiting for " + path, lockError.getMessage());
         CoordinationException afterClose = assertThrows(CoordinationException.class, waiter::acquire);
         assertEquals("the client was closed while waiting for " + path, afterClose.getMessage());
         holder.release();

@@ -135,7 +135,7 @@ final class ParentWatch {
             maybeOnServer = true;
             return Step.ADD;
         }
-        if (waiters == 0 && maybeOnServer) {
+        if (waiters == 0 && maybeOnServer && !context.persistentWatchesStay()) {
             inFlight = true;
             armed = false;
             generation++;
@@ -177,7 +177,7 @@ final class ParentWatch {
                 // Every persistent watch of this client on the path, on the current connection only (see
                 // ClientContext#dropWatchesAnswering): removing one watcher only unregisters it in the client.
                 context.dropWatchesAnswering(path, Watcher.WatcherType.Persistent)
-                        .thenAccept(this::removeAnswered);
+                        .thenAccept(code -> removeAnswered(code, sentAt));
         }
     }
 
@@ -211,14 +211,18 @@ final class ParentWatch {
         }
     }
 
-    private void removeAnswered(Code code) {
+    private void removeAnswered(Code code, long sentAt) {
         boolean inDoubt = code != null && ResultCodes.isInDoubt(code);
         Step step;
         long sentNext;
         lock.lock();
         try {
             inFlight = false;
-            if (!inDoubt) {
+            if (code == Code.MARSHALLINGERROR) {
+                // A server before 3.9 cannot remove it on its own (see ClientContext#persistentWatchesStay): it stays
+                // on, and is still the one waiters need, unless the session ended meanwhile.
+                armed = sentAt == generation;
+            } else if (!inDoubt) {
                 maybeOnServer = false; // removed, or never to be: the client closed, or the server refused
             }
             step = inDoubt ? Step.NONE : next();

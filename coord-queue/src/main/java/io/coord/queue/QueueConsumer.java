@@ -168,6 +168,7 @@ final class QueueConsumer<T> {
         NameCache cache = queue.items.names();
         Slots.Slot slot = null;
         List<byte[]> stored;
+        long readAt = cache.epoch(); // before anything read ahead is taken
         try {
             slot = queue.slots.borrow(deadline);
             stored = read(names, deadline);
@@ -177,6 +178,12 @@ final class QueueConsumer<T> {
         } catch (RuntimeException | InterruptedException e) {
             abandon(names, slot);
             throw e;
+        }
+        if (cache.epoch() != readAt) {
+            // The queue was found reset since: what was read ahead of it may name an old item, and the same name a
+            // new one. The names go back in play, for a read after the reset to settle.
+            abandon(names, slot);
+            return true;
         }
         List<String> present = new ArrayList<>();
         List<T> decoded = new ArrayList<>();

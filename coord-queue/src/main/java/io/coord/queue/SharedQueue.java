@@ -107,7 +107,7 @@ final class SharedQueue {
         if (lastSequence == Integer.MAX_VALUE || lastSequence < 0) {
             counterEnded = true;
         }
-        known.updateAndGet(k -> {
+        Known before = known.getAndUpdate(k -> {
             if (k == null || zxid <= k.zxid()) {
                 return k; // no count yet, or one read after this write, which it includes
             }
@@ -117,6 +117,9 @@ final class SharedQueue {
             long count = k.count() + lastSequence + 1 - k.created();
             return new Known((int) Math.min(Integer.MAX_VALUE, count), lastSequence + 1, zxid);
         });
+        if (before != null && zxid > before.zxid() && lastSequence + 1 <= before.created()) {
+            items.reset(); // numbered by a new items parent: what the consumers knew of the items is void too
+        }
     }
 
     /**

@@ -128,7 +128,7 @@ class QueueFaultTest {
     }
 
     @Test
-    void aNameThatWentBeforeAResetComesBackIntoPlayWhenAnItemIsMadeUnderItAgain() throws Exception {
+    void aClaimHeldAcrossAResetDoesNotHideTheNewItemOfItsName() throws Exception {
         String path = ZooKeeperFixture.uniquePath("reset-gone");
         CuratorFramework admin = zk.newClient();
         CuratorFramework consumerClient = zk.newClient();
@@ -141,14 +141,14 @@ class QueueFaultTest {
         admin.delete().deletingChildrenIfNeeded().forPath(path);
         producer.putAll(List.of("new-0", "new-1"));
         assertEquals("new-0", consumer.peek()); // reads the new parent's names
-        claim.close(); // its item is gone, but its name comes back into play: nothing here knows better yet
+        claim.close(); // its item is gone, but its name comes back into play (see NameCacheTest for what follows)
         NameCache names =
                 SharedQueue.of(ClientContext.of(consumerClient), path).items.names();
         String first = "qs-0000000000";
         String claimed = "qs-0000000005";
         await("the claimed name is back in play")
                 .until(() -> names.readAhead(first, 10).contains(claimed));
-        assertEquals("new-0", consumer.poll()); // reads the name ahead, and finds it gone
+        assertEquals("new-0", consumer.poll());
         producer.putAll(List.of("new-2", "new-3", "new-4", "new-5")); // new-5 is named like the claimed item
 
         assertEquals(

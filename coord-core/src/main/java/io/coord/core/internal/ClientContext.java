@@ -204,6 +204,11 @@ public final class ClientContext {
         return viewSettings.enabled() && !olderServer && !persistentWatchesStay;
     }
 
+    /** Whether the server refused to remove a persistent watch on its own (3.6 to 3.8): set ones stay. */
+    public boolean persistentWatchesStay() {
+        return persistentWatchesStay;
+    }
+
     /** Whether the server answered a request of ZooKeeper 3.6 (addWatch, a read-only multi) UNIMPLEMENTED. */
     boolean hasOlderServer() {
         return olderServer;
@@ -508,7 +513,7 @@ public final class ClientContext {
         if (type == Watcher.WatcherType.Persistent || type == Watcher.WatcherType.PersistentRecursive) {
             done.thenAccept(rc -> {
                 if (rc == KeeperException.Code.MARSHALLINGERROR) {
-                    persistentWatchesStay(path);
+                    markPersistentWatchesStay(path);
                 }
             });
         }
@@ -537,7 +542,7 @@ public final class ClientContext {
      * connection and path too. So the watch stays until the session ends, and from now on this client takes no view,
      * so that no more stay behind.
      */
-    private void persistentWatchesStay(String path) {
+    private void markPersistentWatchesStay(String path) {
         if (!persistentWatchesStay) {
             persistentWatchesStay = true;
             log.info(

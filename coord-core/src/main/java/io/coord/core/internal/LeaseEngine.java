@@ -229,10 +229,10 @@ public final class LeaseEngine {
                     return attempt.result.get();
                 } catch (InterruptedException e) {
                     interrupted = true;
-                } catch (ExecutionException e) {
-                    throw rethrow(e.getCause()); // the attempt failed and withdrew itself
                 }
             }
+        } catch (ExecutionException e) {
+            throw rethrow(e.getCause()); // the attempt failed and withdrew itself
         } catch (RuntimeException | Error e) {
             try {
                 LeaseImpl granted = cancelOrTake(attempt, Observer.AcquireOutcome.CANCELLED);

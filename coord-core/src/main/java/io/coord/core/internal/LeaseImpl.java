@@ -124,8 +124,10 @@ final class LeaseImpl implements Lease {
 
     /**
      * Runs {@code reaction} with every state the lease enters after the call, on the thread that moves it, once the
-     * lease's lock is released: ZooKeeper's event thread among them, and in no set order between threads. So it must
-     * be quick, must not block, and must not mind the order; in return, no listener of the user's can delay it.
+     * lease's lock is released: ZooKeeper's event thread among them, and in no set order between threads, sometimes
+     * under the client context's lock (a close, a lost connection). So it must be quick, must not block, must not mind
+     * the order, and may take only a lock under which nobody asks a lease for its state; in return, no listener of the
+     * user's can delay it.
      */
     void react(Consumer<LeaseState> reaction) {
         reactions.add(Objects.requireNonNull(reaction, "reaction must not be null"));

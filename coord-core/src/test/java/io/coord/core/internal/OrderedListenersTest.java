@@ -110,15 +110,19 @@ class OrderedListenersTest {
     @Test
     void anErrorThatEscapesATaskLeavesTheTasksBehindItToRun() {
         SerialExecutor serial = SerialExecutor.onCallbacks();
+        CountDownLatch secondQueued = new CountDownLatch(1);
         serial.execute(() -> {
+            awaitQuietly(secondQueued);
             throw new AssertionError("escapes the task");
         });
-        serial.execute(() -> heard.add(1));
+        serial.execute(() -> heard.add(1)); // queued behind the first, which is still running
+        secondQueued.countDown();
 
-        await().until(() -> heard.size() == 1);
-        await().until(serial::isIdle);
+        // The Error goes on to the pool's thread, as it should: the wait must not take it for the test's own.
+        await().dontCatchUncaughtExceptions().until(() -> heard.size() == 1);
+        await().dontCatchUncaughtExceptions().until(serial::isIdle);
         serial.execute(() -> heard.add(2));
-        await().until(() -> heard.size() == 2);
+        await().dontCatchUncaughtExceptions().until(() -> heard.size() == 2);
     }
 
     private static void awaitQuietly(CountDownLatch latch) {
