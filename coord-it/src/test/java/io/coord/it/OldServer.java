@@ -1,5 +1,6 @@
 package io.coord.it;
 
+import io.coord.testkit.ZooKeeperFixture;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -7,6 +8,10 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.apache.curator.drivers.TracerDriver;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
 
 /**
  * A ZooKeeper server of an older release, run as a process of its own from the jars that the build copies (see
@@ -56,6 +61,30 @@ final class OldServer {
 
     String connectString() {
         return "127.0.0.1:" + port;
+    }
+
+    /**
+     * A started client of this server, connected, with the fixture's session and retries; {@code tracer}, if any,
+     * counts its requests.
+     */
+    CuratorFramework newClient(TracerDriver tracer) throws InterruptedException {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.SESSION_TIMEOUT.toMillis())
+                .connectionTimeoutMs(2_000)
+                .retryPolicy(new RetryNTimes(20, 100))
+                .ensembleTracker(false)
+                .build();
+        if (tracer != null) {
+            client.getZookeeperClient().setTracerDriver(tracer);
+        }
+        client.start();
+        // The first test waits for the server process to come up.
+        if (!client.blockUntilConnected(60, TimeUnit.SECONDS)) {
+            client.close();
+            throw new IllegalStateException("could not connect to " + connectString());
+        }
+        return client;
     }
 
     void stop() throws InterruptedException {

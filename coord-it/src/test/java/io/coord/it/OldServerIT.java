@@ -26,8 +26,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -145,22 +143,8 @@ class OldServerIT {
     }
 
     private CuratorFramework client(RequestCounter counter) throws InterruptedException {
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(server.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.SESSION_TIMEOUT.toMillis())
-                .connectionTimeoutMs(2_000)
-                .retryPolicy(new RetryNTimes(20, 100))
-                .ensembleTracker(false)
-                .build();
+        CuratorFramework client = server.newClient(counter);
         clients.add(client);
-        if (counter != null) {
-            client.getZookeeperClient().setTracerDriver(counter);
-        }
-        client.start();
-        // The first test waits for the server process to come up.
-        if (!client.blockUntilConnected(60, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("could not connect to " + server.connectString());
-        }
         return client;
     }
 

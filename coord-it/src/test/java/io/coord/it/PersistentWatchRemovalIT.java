@@ -18,8 +18,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.client.FourLetterWordMain;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -148,19 +146,8 @@ class PersistentWatchRemovalIT {
     }
 
     private CuratorFramework client() throws InterruptedException {
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(server.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.SESSION_TIMEOUT.toMillis())
-                .connectionTimeoutMs(2_000)
-                .retryPolicy(new RetryNTimes(20, 100))
-                .ensembleTracker(false)
-                .build();
+        CuratorFramework client = server.newClient(null);
         clients.add(client);
-        client.start();
-        // The first test waits for the server process to come up.
-        if (!client.blockUntilConnected(60, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("could not connect to " + server.connectString());
-        }
         return client;
     }
 }

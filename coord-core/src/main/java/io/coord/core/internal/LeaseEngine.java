@@ -202,16 +202,7 @@ public final class LeaseEngine {
         } catch (ExecutionException e) {
             throw rethrow(e.getCause()); // the attempt failed and withdrew itself
         } catch (InterruptedException | RuntimeException | Error e) {
-            // Anything else between starting and returning withdraws the attempt: a node left queued would become
-            // the head and block the lock for as long as this client lives.
-            try {
-                LeaseImpl granted = cancelOrTake(attempt, Observer.AcquireOutcome.CANCELLED);
-                if (granted != null) {
-                    granted.close();
-                }
-            } catch (RuntimeException cleanup) {
-                e.addSuppressed(cleanup);
-            }
+            withdraw(attempt, e);
             throw e;
         }
     }
@@ -234,14 +225,7 @@ public final class LeaseEngine {
         } catch (ExecutionException e) {
             throw rethrow(e.getCause()); // the attempt failed and withdrew itself
         } catch (RuntimeException | Error e) {
-            try {
-                LeaseImpl granted = cancelOrTake(attempt, Observer.AcquireOutcome.CANCELLED);
-                if (granted != null) {
-                    granted.close();
-                }
-            } catch (RuntimeException cleanup) {
-                e.addSuppressed(cleanup);
-            }
+            withdraw(attempt, e);
             throw e;
         } finally {
             if (interrupted) {
@@ -327,6 +311,24 @@ public final class LeaseEngine {
     }
 
     /** Withdraws the attempt, unless it was granted in the meantime: then the lease is the caller's. */
+    /**
+     * Withdraws an attempt whose caller stops waiting on {@code e}, anything but the attempt's own failure: a node left
+     * queued would become the head and block the lock for as long as this client lives. A lease granted meanwhile is
+     * released.
+     */
+    private static void withdraw(Attempt attempt, Throwable e) {
+        try {
+            LeaseImpl granted = cancelOrTake(attempt, Observer.AcquireOutcome.CANCELLED);
+            if (granted != null) {
+                granted.close();
+            }
+        } catch (RuntimeException cleanup) {
+            if (cleanup != e) {
+                e.addSuppressed(cleanup);
+            }
+        }
+    }
+
     private static LeaseImpl cancelOrTake(Attempt attempt, Observer.AcquireOutcome why) {
         if (attempt.giveUp(why)) {
             return null;
