@@ -142,9 +142,18 @@ final class SelectorTerms {
         } finally {
             lock.unlock();
         }
+        if (running == null) {
+            return false;
+        }
         // Asked outside the lock: a lease may take the client's lock to answer, and the client's lock is held while a
-        // lease moves, which takes ours to interrupt the task.
-        return running != null && policy.leads(running.state());
+        // lease moves, which takes ours to interrupt the task. Then confirmed: the task may have returned meanwhile.
+        LeaseState state = running.state();
+        lock.lock();
+        try {
+            return term == running && leaderThread != null && policy.leads(state);
+        } finally {
+            lock.unlock();
+        }
     }
 
     void interruptLeadership() {

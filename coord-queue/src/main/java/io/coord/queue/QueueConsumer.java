@@ -179,12 +179,6 @@ final class QueueConsumer<T> {
             abandon(names, slot);
             throw e;
         }
-        if (cache.epoch() != readAt) {
-            // The queue was found reset since: what was read ahead of it may name an old item, and the same name a
-            // new one. The names go back in play, for a read after the reset to settle.
-            abandon(names, slot);
-            return true;
-        }
         List<String> present = new ArrayList<>();
         List<T> decoded = new ArrayList<>();
         for (int i = 0; i < names.size(); i++) {
@@ -213,9 +207,24 @@ final class QueueConsumer<T> {
             return true;
         }
         if (claim) {
-            return claimOne(slot, present.get(0), decoded.get(0), taken, deadline);
+            return claimOne(slot, present.get(0), decoded.get(0), taken, readAt, deadline);
         }
-        remove(slot, present, decoded, taken);
+        if (!resetSince(readAt, present, slot)) {
+            remove(slot, present, decoded, taken);
+        }
+        return true;
+    }
+
+    /**
+     * Whether the queue was found reset since the data was read ({@code readAt}, the cache's epoch then): what was
+     * read ahead of the reset may be an old item's, and its name a new item's. Then the round ends before its write,
+     * and the names go back in play, for a read after the reset to settle. Asked right before the write is sent.
+     */
+    private boolean resetSince(long readAt, List<String> names, Slots.Slot slot) {
+        if (queue.items.names().epoch() == readAt) {
+            return false;
+        }
+        abandon(names, slot);
         return true;
     }
 
@@ -309,7 +318,7 @@ final class QueueConsumer<T> {
      * the claim's own owner says. Returns false if the deadline passed before the claim was sent (while the session's
      * marker was made).
      */
-    private boolean claimOne(Slots.Slot slot, String name, T item, List<Taken<T>> taken, Deadline deadline)
+    private boolean claimOne(Slots.Slot slot, String name, T item, List<Taken<T>> taken, long readAt, Deadline deadline)
             throws InterruptedException {
         CuratorFramework client = queue.context.client();
         String claimPath = queue.layout.claim(name);
@@ -328,6 +337,9 @@ final class QueueConsumer<T> {
         } catch (RuntimeException | Error | InterruptedException e) {
             abandon(List.of(name), slot);
             throw e;
+        }
+        if (resetSince(readAt, List.of(name), slot)) {
+            return true;
         }
         Slots.Outcome outcome = commit(
                 slot,

@@ -14,6 +14,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorOp;
@@ -48,9 +49,12 @@ final class Slots {
     static final class Slot {
         final String path;
         int version;
+        // How many resets its client had found when it was made: one made before the last is most likely gone.
+        final long resetsBefore;
 
-        private Slot(String path) {
+        private Slot(String path, long resetsBefore) {
             this.path = path;
+            this.resetsBefore = resetsBefore;
         }
     }
 
@@ -73,6 +77,7 @@ final class Slots {
     private final SharedQueue queue;
     private final ConcurrentLinkedQueue<Slot> idle = new ConcurrentLinkedQueue<>();
     private final Set<String> created = ConcurrentHashMap.newKeySet();
+    private final AtomicLong resets = new AtomicLong();
 
     Slots(SharedQueue queue) {
         this.queue = queue;
@@ -98,8 +103,11 @@ final class Slots {
         }
     }
 
+    /** A slot nothing was written with goes back to idle, unless a reset was found since it was made. */
     void giveBack(Slot slot) {
-        idle.add(slot);
+        if (slot.resetsBefore == resets.get()) {
+            idle.add(slot);
+        }
     }
 
     /** An idle slot, or null if every slot is out: for a caller that must not wait for a create. */
@@ -148,6 +156,7 @@ final class Slots {
             // hand, which took every other slot and maybe the items parent too: the idle slots are left for new ones
             // (those still there are deleted at close with the rest), and the size is counted again.
             created.remove(slot.path);
+            resets.incrementAndGet(); // before the idle ones go, so that none borrowed now comes back
             idle.clear();
             queue.resetFound();
             return Outcome.failed(-1, code);
@@ -262,13 +271,14 @@ final class Slots {
 
     private CoordinationException slotDeleted(Slot slot, String what) {
         created.remove(slot.path);
+        resets.incrementAndGet();
         queue.resetFound();
         return new CoordinationException("cannot tell whether a write to " + what + " landed: its slot " + slot.path
                 + " was deleted by something other than the queue");
     }
 
     private Slot create(Deadline deadline) throws InterruptedException, TimeoutException {
-        Slot slot = new Slot(queue.layout.newSlot());
+        Slot slot = new Slot(queue.layout.newSlot(), resets.get());
         // Recorded before the first send, so that the client's close deletes it whatever becomes of the answer (a
         // create in doubt, then a timeout or a failure, may have made it); a delete of a missing slot is harmless.
         created.add(slot.path);
@@ -312,7 +322,7 @@ final class Slots {
      */
     private void adopt(Slot slot, Code code) {
         if (code == Code.OK || code == Code.NODEEXISTS || ResultCodes.isInDoubt(code)) {
-            idle.add(slot);
+            giveBack(slot);
         }
     }
 }

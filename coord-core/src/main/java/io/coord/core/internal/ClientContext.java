@@ -510,13 +510,7 @@ public final class ClientContext {
      */
     public CompletableFuture<KeeperException.Code> dropWatchesAnswering(String path, Watcher.WatcherType type) {
         CompletableFuture<KeeperException.Code> done = new CompletableFuture<>();
-        if (type == Watcher.WatcherType.Persistent || type == Watcher.WatcherType.PersistentRecursive) {
-            done.thenAccept(rc -> {
-                if (rc == KeeperException.Code.MARSHALLINGERROR) {
-                    markPersistentWatchesStay(path);
-                }
-            });
-        }
+        boolean persistent = type == Watcher.WatcherType.Persistent || type == Watcher.WatcherType.PersistentRecursive;
         try {
             client.getZookeeperClient()
                     .getZooKeeper()
@@ -524,10 +518,13 @@ public final class ClientContext {
                             ZKPaths.fixForNamespace(client.getNamespace(), path),
                             type,
                             false,
-                            (rc, p, ctx) -> done.complete(
-                                    rc == KeeperException.Code.NOWATCHER.intValue()
-                                            ? KeeperException.Code.OK
-                                            : KeeperException.Code.get(rc)),
+                            (rc, p, ctx) -> {
+                                KeeperException.Code code = KeeperException.Code.get(rc);
+                                if (persistent && code == KeeperException.Code.MARSHALLINGERROR) {
+                                    markPersistentWatchesStay(path); // before anyone hears the answer
+                                }
+                                done.complete(code == KeeperException.Code.NOWATCHER ? KeeperException.Code.OK : code);
+                            },
                             null);
         } catch (Exception e) {
             log.debug("watches on {} left to the session's end", path, e);

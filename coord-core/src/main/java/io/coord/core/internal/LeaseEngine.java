@@ -310,7 +310,6 @@ public final class LeaseEngine {
         return c;
     }
 
-    /** Withdraws the attempt, unless it was granted in the meantime: then the lease is the caller's. */
     /**
      * Withdraws an attempt whose caller stops waiting on {@code e}, anything but the attempt's own failure: a node left
      * queued would become the head and block the lock for as long as this client lives. A lease granted meanwhile is
@@ -329,6 +328,7 @@ public final class LeaseEngine {
         }
     }
 
+    /** Withdraws the attempt, unless it was granted in the meantime: then the lease is the caller's. */
     private static LeaseImpl cancelOrTake(Attempt attempt, Observer.AcquireOutcome why) {
         if (attempt.giveUp(why)) {
             return null;
