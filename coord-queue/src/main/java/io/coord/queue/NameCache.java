@@ -26,9 +26,9 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * A children read never brings back a name that is out of play: GONE is remembered until a read no longer lists the
  * name, so that a read sent before the item went cannot bring it back; one sent after that still lists it finds an
- * item made since under the same name (the queue was reset by hand), which comes into play. Our claims are kept by name and session, as
- * the server keeps them: a claim is ours only while the session that made it lives, and news of an ended session's
- * claim never speaks for a newer claim on the same item.
+ * item made since under the same name (the queue was reset by hand), which comes into play. Our claims are kept by
+ * name and session, as the server keeps them: a claim is ours only while the session that made it lives, and news of
+ * an ended session's claim never speaks for a newer claim on the same item.
  */
 final class NameCache {
     private enum State {
