@@ -229,9 +229,18 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
                 lifecycle.unlock();
             }
             context.endWhenNotLeading();
+            if (!context.leading) {
+                // The term stopped leading before the candidate heard of it (and another may lead already): it never
+                // does, and the selector queues again.
+                context.ended.complete(null);
+                clear(context);
+                return;
+            }
+            boolean entered = false;
             boolean granted = false;
             termThread.set(Boolean.TRUE);
             try {
+                entered = true;
                 candidate.onGranted(context);
                 granted = true;
                 publish(p -> p.publishOnGranted(CoordLeaderInitiator.this, context, candidate.getRole()));
@@ -243,24 +252,35 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
                 log.warn("{}: the candidate's onGranted failed; giving up leadership", CoordLeaderInitiator.this, e);
             } finally {
                 context.end();
-                if (granted) {
+                // Nothing interrupts this thread for this term any more: what was meant for the term must not fail
+                // the candidate's cleanup.
+                Thread.interrupted();
+                if (entered) {
+                    // Also after an onGranted that failed or was interrupted: it may have begun to act as leader.
                     try {
                         candidate.onRevoked(context);
                     } catch (RuntimeException e) {
                         log.warn("{}: the candidate's onRevoked failed", CoordLeaderInitiator.this, e);
                     }
+                }
+                if (granted) {
                     publish(p -> p.publishOnRevoked(CoordLeaderInitiator.this, context, candidate.getRole()));
                 }
-                lifecycle.lock();
-                try {
-                    if (current == context) {
-                        current = null;
-                    }
-                } finally {
-                    lifecycle.unlock();
-                }
+                clear(context);
                 termThread.remove();
                 context.ended.complete(null);
+            }
+        }
+
+        /** The term of {@code context} is over: it is no longer the current one. */
+        private void clear(CoordContext context) {
+            lifecycle.lock();
+            try {
+                if (current == context) {
+                    current = null;
+                }
+            } finally {
+                lifecycle.unlock();
             }
         }
 

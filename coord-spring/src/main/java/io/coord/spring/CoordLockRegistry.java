@@ -40,7 +40,10 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * <p>A hold lost while a thread has the lock (its session expired, or somebody deleted its node) ends at once: the
  * thread no longer holds the lock, and another process may take it. The thread's unlocks still release what it
  * owes, and the outermost one then throws {@link IllegalStateException}, so that the caller of {@code unlock()} or
- * {@code executeLocked} learns that the work it guarded may have overlapped another holder's.
+ * {@code executeLocked} learns that the work it guarded may have overlapped another holder's. Until then the thread
+ * cannot take the key's lock again: {@code lock} and {@code tryLock} throw {@link IllegalStateException}, which tells a
+ * caller such as {@code LockRegistryLeaderInitiator} that it no longer leads. An outermost unlock while the
+ * connection is down, when the hold cannot be confirmed, throws {@link IllegalStateException} too, after releasing.
  */
 public final class CoordLockRegistry implements ExpirableLockRegistry, RenewableLockRegistry {
     private final CuratorFramework client;
@@ -247,6 +250,7 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         public void lock() {
             KeyLock target = enter();
             try {
+                target.refuseAfterLoss();
                 target.lock.lock();
                 target.entered();
             } finally {
@@ -258,6 +262,7 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         public void lockInterruptibly() throws InterruptedException {
             KeyLock target = enter();
             try {
+                target.refuseAfterLoss();
                 target.lock.lockInterruptibly();
                 target.entered();
             } finally {
@@ -269,6 +274,7 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         public boolean tryLock() {
             KeyLock target = enter();
             try {
+                target.refuseAfterLoss();
                 boolean locked = target.lock.tryLock();
                 if (locked) {
                     target.entered();
@@ -283,6 +289,7 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
             KeyLock target = enter();
             try {
+                target.refuseAfterLoss();
                 boolean locked = target.lock.tryLock(time, unit);
                 if (locked) {
                     target.entered();
@@ -326,6 +333,9 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
 
         private void exited() {
             Thread me = Thread.currentThread();
+            Nesting held = nestings.get(me);
+            // Asked before the release, which ends the doubt one way: RELEASED.
+            boolean unconfirmed = held != null && held.count == 1 && held.unconfirmed();
             lock.unlock(); // throws IllegalMonitorStateException for a thread that owes nothing
             Nesting nesting = nestings.get(me);
             if (nesting == null || --nesting.count > 0) {
@@ -336,6 +346,25 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
                 throw new IllegalStateException("the lock for key '" + name + "' under " + root
                         + " was lost before unlock (session expired or node deleted); the work"
                         + " it guarded may have overlapped another holder");
+            }
+            if (unconfirmed) {
+                throw new IllegalStateException("the lock for key '" + name + "' under " + root
+                        + " was released while its hold could not be confirmed (connection down); the work it guarded"
+                        + " may have overlapped another holder, if the session expired meanwhile");
+            }
+        }
+
+        /**
+         * A thread whose hold was lost does not lock again before it has unlocked what it owes: its work may have
+         * overlapped another holder's, and that unlock would release the new hold, not the lost one. A caller such as
+         * Spring's {@code LockRegistryLeaderInitiator} learns here that it stopped leading.
+         */
+        private void refuseAfterLoss() {
+            Nesting nesting = nestings.get(Thread.currentThread());
+            if (nesting != null && nesting.lost()) {
+                throw new IllegalStateException("the lock for key '" + name + "' under " + root
+                        + " was lost while this thread held it (session expired or node deleted); unlock what it"
+                        + " still owes before locking again");
             }
         }
 
@@ -372,6 +401,11 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
 
         boolean lost() {
             return lostBefore || lease == null || lease.state() == LeaseState.LOST;
+        }
+
+        /** The lease is in doubt: the connection is down, and the session may have expired on the servers. */
+        boolean unconfirmed() {
+            return lease != null && lease.state() == LeaseState.SUSPECT;
         }
     }
 }

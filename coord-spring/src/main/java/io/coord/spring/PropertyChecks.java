@@ -42,8 +42,10 @@ final class PropertyChecks {
 
     /** Curator takes these as int milliseconds: a value must be positive and fit. */
     static int millis(String property, Duration value) {
-        if (value == null || value.isZero() || value.isNegative() || value.compareTo(MAX_MILLIS) > 0) {
-            throw new IllegalArgumentException(property + " must be positive and at most " + MAX_MILLIS + ": " + value);
+        if (value == null || value.compareTo(Duration.ofMillis(1)) < 0 || value.compareTo(MAX_MILLIS) > 0) {
+            throw new IllegalArgumentException(
+                    property + " must be at least 1ms (Curator counts in whole milliseconds) and at most " + MAX_MILLIS
+                            + ": " + value);
         }
         return (int) value.toMillis(); // bounded above
     }

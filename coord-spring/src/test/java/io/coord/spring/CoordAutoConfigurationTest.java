@@ -149,15 +149,22 @@ class CoordAutoConfigurationTest {
                 .run(context -> assertThat(context)
                         .getFailure()
                         .rootCause()
-                        .hasMessage("coord.zookeeper.session-timeout must be positive and at most PT596H31M23.647S:"
-                                + " PT0S"));
+                        .hasMessage("coord.zookeeper.session-timeout must be at least 1ms (Curator counts in whole"
+                                + " milliseconds) and at most PT596H31M23.647S: PT0S"));
+        runner.withPropertyValues(
+                        "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.session-timeout=500us")
+                .run(context -> assertThat(context)
+                        .getFailure()
+                        .rootCause()
+                        .hasMessage("coord.zookeeper.session-timeout must be at least 1ms (Curator counts in whole"
+                                + " milliseconds) and at most PT596H31M23.647S: PT0.0005S"));
         runner.withPropertyValues(
                         "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.base-sleep=100000d")
                 .run(context -> assertThat(context)
                         .getFailure()
                         .rootCause()
-                        .hasMessage("coord.zookeeper.base-sleep must be positive and at most PT596H31M23.647S:"
-                                + " PT2400000H"));
+                        .hasMessage("coord.zookeeper.base-sleep must be at least 1ms (Curator counts in whole"
+                                + " milliseconds) and at most PT596H31M23.647S: PT2400000H"));
         runner.withPropertyValues(
                         "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.max-retries=-1")
                 .run(context -> assertThat(context)

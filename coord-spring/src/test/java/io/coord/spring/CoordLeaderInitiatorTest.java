@@ -150,6 +150,36 @@ class CoordLeaderInitiatorTest {
     }
 
     @Test
+    void aCandidateWhoseOnGrantedFailsIsRevokedAllTheSameWithItsInterruptCleared() throws Exception {
+        List<Boolean> interruptedInRevoke = new CopyOnWriteArrayList<>();
+        AtomicInteger grants = new AtomicInteger();
+        DefaultCandidate failing = new DefaultCandidate("f", "billing") {
+            @Override
+            public void onGranted(Context context) {
+                events.add("f granted");
+                if (grants.incrementAndGet() == 1) {
+                    throw new IllegalStateException("half started"); // it may have begun to act as leader
+                }
+                context.yield(); // the second term gives leadership up at once: its revoke must see no interrupt
+            }
+
+            @Override
+            public void onRevoked(Context context) {
+                interruptedInRevoke.add(Thread.currentThread().isInterrupted());
+                events.add("f revoked");
+            }
+        };
+        CoordLeaderInitiator initiator = start(zk.newClient(), failing);
+
+        await().until(() -> interruptedInRevoke.size() >= 2);
+        initiator.stop();
+        assertThat(events.subList(0, 5))
+                .containsExactly("f granted", "f revoked", "f granted", "event granted billing", "f revoked");
+        assertThat(interruptedInRevoke).containsOnly(false);
+        zk.assertNoLeaksUnder("/leaders/billing");
+    }
+
+    @Test
     void leadershipMovesWhenTheLeadersSessionExpires() throws Exception {
         CuratorFramework leaderClient = zk.newClient();
         CoordLeaderInitiator first = start(leaderClient, new Recorder("a"));

@@ -7,8 +7,12 @@ import static org.awaitility.Awaitility.await;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.testkit.ZooKeeperEnsemble;
+import io.coord.testkit.ZooKeeperProxy;
 import io.coord.testkit.ZooKeeperTest;
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -16,6 +20,9 @@ import java.util.concurrent.locks.Lock;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.integration.leader.Context;
+import org.springframework.integration.leader.DefaultCandidate;
+import org.springframework.integration.support.leader.LockRegistryLeaderInitiator;
 
 @ZooKeeperTest
 class CoordLockRegistryTest {
@@ -185,13 +192,18 @@ class CoordLockRegistryTest {
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageStartingWith("the lock for key 'nested' under /locks was lost before unlock");
 
-        // A nesting that re-acquired after the loss still reports it, once its outermost unlock has released.
+        // A thread whose hold was lost does not lock again before it has unlocked what it owes.
         assertThatThrownBy(() -> registry.executeLocked("nested", () -> {
                     Lease lease = registry.mutex("nested").lease();
                     zk.expireSession(client);
                     await().until(() -> lease.state() == LeaseState.LOST);
-                    lock.lock(); // queues afresh on the new session
-                    lock.unlock();
+                    assertThatThrownBy(lock::lock)
+                            .isInstanceOf(IllegalStateException.class)
+                            .hasMessage("the lock for key 'nested' under /locks was lost while this thread held it"
+                                    + " (session expired or node deleted); unlock what it still owes before locking"
+                                    + " again");
+                    assertThatThrownBy(() -> lock.tryLock(1, TimeUnit.SECONDS))
+                            .isInstanceOf(IllegalStateException.class);
                 }))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageStartingWith("the lock for key 'nested' under /locks was lost before unlock");
@@ -258,6 +270,67 @@ class CoordLockRegistryTest {
                 .isTrue();
         assertThat(registry.mutex("waited").isAcquiredInThisProcess()).isFalse();
         zk.assertNoLeaksUnder("/locks/waited");
+    }
+
+    @Test
+    void aLeaderInitiatorOnTheRegistryRevokesWhenItsHoldIsLostAndLeadsAgainOnTheNewSession() throws Exception {
+        CuratorFramework client = zk.newClient();
+        CoordLockRegistry registry = new CoordLockRegistry(client, "/lrli");
+        List<String> heard = new CopyOnWriteArrayList<>();
+        LockRegistryLeaderInitiator initiator =
+                new LockRegistryLeaderInitiator(registry, new DefaultCandidate("only", "reports") {
+                    @Override
+                    public void onGranted(Context context) {
+                        heard.add("granted");
+                    }
+
+                    @Override
+                    public void onRevoked(Context context) {
+                        heard.add("revoked");
+                    }
+                });
+        initiator.setHeartBeatMillis(100);
+        initiator.setBusyWaitMillis(50);
+        initiator.start();
+        try {
+            await().until(() -> heard.equals(List.of("granted")));
+            zk.expireSession(client);
+
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() ->
+                            heard.size() >= 3 && heard.subList(0, 3).equals(List.of("granted", "revoked", "granted")));
+        } finally {
+            initiator.stop();
+        }
+        await().until(() -> !registry.mutex("reports").isAcquiredInThisProcess());
+        zk.assertNoLeaksUnder("/lrli/reports");
+    }
+
+    @Test
+    void anOutermostUnlockWhileTheHoldCannotBeConfirmedReleasesAndSaysSo() throws Exception {
+        ZooKeeperProxy proxy = zk.proxy(zk.servers().get(0));
+        CuratorFramework client =
+                zk.newClient(b -> b.connectString(proxy.connectString()).sessionTimeoutMs(15_000));
+        CoordLockRegistry registry = new CoordLockRegistry(client, "/locks");
+        Lock lock = registry.obtain("unconfirmed");
+        lock.lock();
+        Lease lease = registry.mutex("unconfirmed").lease();
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        try {
+            await().until(() -> lease.state() == LeaseState.SUSPECT);
+            assertThatThrownBy(lock::unlock)
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessage("the lock for key 'unconfirmed' under /locks was released while its hold could not be"
+                            + " confirmed (connection down); the work it guarded may have overlapped another holder,"
+                            + " if the session expired meanwhile");
+            assertThat(registry.mutex("unconfirmed").isAcquiredInThisProcess()).isFalse();
+        } finally {
+            proxy.refuseConnections(false);
+        }
+        zk.assertNoLeaksUnder("/locks/unconfirmed");
+        client.close();
+        proxy.close();
     }
 
     @Test
