@@ -252,23 +252,27 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
                 log.warn("{}: the candidate's onGranted failed; giving up leadership", CoordLeaderInitiator.this, e);
             } finally {
                 context.end();
-                // Nothing interrupts this thread for this term any more: what was meant for the term must not fail
-                // the candidate's cleanup.
+                // The interrupt that ended the term has done its work: the candidate's cleanup starts without it (a
+                // stop() or a lost session while it runs may still interrupt it).
                 Thread.interrupted();
-                if (entered) {
-                    // Also after an onGranted that failed or was interrupted: it may have begun to act as leader.
-                    try {
-                        candidate.onRevoked(context);
-                    } catch (RuntimeException e) {
-                        log.warn("{}: the candidate's onRevoked failed", CoordLeaderInitiator.this, e);
+                try {
+                    if (entered) {
+                        // Also after an onGranted that failed or was interrupted: it may have begun to act as leader.
+                        try {
+                            candidate.onRevoked(context);
+                        } catch (RuntimeException e) {
+                            log.warn("{}: the candidate's onRevoked failed", CoordLeaderInitiator.this, e);
+                        }
                     }
+                    if (granted) {
+                        publish(p -> p.publishOnRevoked(CoordLeaderInitiator.this, context, candidate.getRole()));
+                    }
+                } finally {
+                    // Even after an Error from the candidate: stop() waits for the term's end.
+                    clear(context);
+                    termThread.remove();
+                    context.ended.complete(null);
                 }
-                if (granted) {
-                    publish(p -> p.publishOnRevoked(CoordLeaderInitiator.this, context, candidate.getRole()));
-                }
-                clear(context);
-                termThread.remove();
-                context.ended.complete(null);
             }
         }
 

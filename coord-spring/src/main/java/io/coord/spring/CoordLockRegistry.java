@@ -42,8 +42,8 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * owes, and the outermost one then throws {@link IllegalStateException}, so that the caller of {@code unlock()} or
  * {@code executeLocked} learns that the work it guarded may have overlapped another holder's. Until then the thread
  * cannot take the key's lock again: {@code lock} and {@code tryLock} throw {@link IllegalStateException}, which tells a
- * caller such as {@code LockRegistryLeaderInitiator} that it no longer leads. An outermost unlock while the
- * connection is down, when the hold cannot be confirmed, throws {@link IllegalStateException} too, after releasing.
+ * caller such as {@code LockRegistryLeaderInitiator} that it no longer leads. An unlock while the connection is down
+ * releases quietly: a hold merely in doubt may be fine, and {@link #renewLock(Object)} is the check for it.
  */
 public final class CoordLockRegistry implements ExpirableLockRegistry, RenewableLockRegistry {
     private final CuratorFramework client;
@@ -333,10 +333,13 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
 
         private void exited() {
             Thread me = Thread.currentThread();
-            Nesting held = nestings.get(me);
-            // Asked before the release, which ends the doubt one way: RELEASED.
-            boolean unconfirmed = held != null && held.count == 1 && held.unconfirmed();
-            lock.unlock(); // throws IllegalMonitorStateException for a thread that owes nothing
+            try {
+                lock.unlock(); // throws IllegalMonitorStateException for a thread that owes nothing
+            } catch (IllegalMonitorStateException e) {
+                // It owes the mutex nothing (its releases went through mutex(key)): no nesting of this lock is left.
+                nestings.remove(me);
+                throw e;
+            }
             Nesting nesting = nestings.get(me);
             if (nesting == null || --nesting.count > 0) {
                 return;
@@ -346,11 +349,6 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
                 throw new IllegalStateException("the lock for key '" + name + "' under " + root
                         + " was lost before unlock (session expired or node deleted); the work"
                         + " it guarded may have overlapped another holder");
-            }
-            if (unconfirmed) {
-                throw new IllegalStateException("the lock for key '" + name + "' under " + root
-                        + " was released while its hold could not be confirmed (connection down); the work it guarded"
-                        + " may have overlapped another holder, if the session expired meanwhile");
             }
         }
 
@@ -366,6 +364,7 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
                         + " was lost while this thread held it (session expired or node deleted); unlock what it"
                         + " still owes before locking again");
             }
+            // A loss between this look and the lock below is seen by the outermost unlock, as any loss is.
         }
 
         @Override
@@ -401,11 +400,6 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
 
         boolean lost() {
             return lostBefore || lease == null || lease.state() == LeaseState.LOST;
-        }
-
-        /** The lease is in doubt: the connection is down, and the session may have expired on the servers. */
-        boolean unconfirmed() {
-            return lease != null && lease.state() == LeaseState.SUSPECT;
         }
     }
 }

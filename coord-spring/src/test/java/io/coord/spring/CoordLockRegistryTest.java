@@ -7,7 +7,6 @@ import static org.awaitility.Awaitility.await;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.testkit.ZooKeeperEnsemble;
-import io.coord.testkit.ZooKeeperProxy;
 import io.coord.testkit.ZooKeeperTest;
 import java.time.Duration;
 import java.util.List;
@@ -304,33 +303,6 @@ class CoordLockRegistryTest {
         }
         await().until(() -> !registry.mutex("reports").isAcquiredInThisProcess());
         zk.assertNoLeaksUnder("/lrli/reports");
-    }
-
-    @Test
-    void anOutermostUnlockWhileTheHoldCannotBeConfirmedReleasesAndSaysSo() throws Exception {
-        ZooKeeperProxy proxy = zk.proxy(zk.servers().get(0));
-        CuratorFramework client =
-                zk.newClient(b -> b.connectString(proxy.connectString()).sessionTimeoutMs(15_000));
-        CoordLockRegistry registry = new CoordLockRegistry(client, "/locks");
-        Lock lock = registry.obtain("unconfirmed");
-        lock.lock();
-        Lease lease = registry.mutex("unconfirmed").lease();
-        proxy.refuseConnections(true);
-        proxy.cutConnections();
-        try {
-            await().until(() -> lease.state() == LeaseState.SUSPECT);
-            assertThatThrownBy(lock::unlock)
-                    .isInstanceOf(IllegalStateException.class)
-                    .hasMessage("the lock for key 'unconfirmed' under /locks was released while its hold could not be"
-                            + " confirmed (connection down); the work it guarded may have overlapped another holder,"
-                            + " if the session expired meanwhile");
-            assertThat(registry.mutex("unconfirmed").isAcquiredInThisProcess()).isFalse();
-        } finally {
-            proxy.refuseConnections(false);
-        }
-        zk.assertNoLeaksUnder("/locks/unconfirmed");
-        client.close();
-        proxy.close();
     }
 
     @Test
