@@ -144,34 +144,18 @@ class CoordAutoConfigurationTest {
 
     @Test
     void badPropertiesFailTheContextWithTheirName() {
-        runner.withPropertyValues(
-                        "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.session-timeout=0s")
-                .run(context -> assertThat(context)
-                        .getFailure()
-                        .rootCause()
-                        .hasMessage("coord.zookeeper.session-timeout must be at least 1ms (Curator counts in whole"
-                                + " milliseconds) and at most PT596H31M23.647S: PT0S"));
-        runner.withPropertyValues(
-                        "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.session-timeout=500us")
-                .run(context -> assertThat(context)
-                        .getFailure()
-                        .rootCause()
-                        .hasMessage("coord.zookeeper.session-timeout must be at least 1ms (Curator counts in whole"
-                                + " milliseconds) and at most PT596H31M23.647S: PT0.0005S"));
-        runner.withPropertyValues(
-                        "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.base-sleep=100000d")
-                .run(context -> assertThat(context)
-                        .getFailure()
-                        .rootCause()
-                        .hasMessage("coord.zookeeper.base-sleep must be at least 1ms (Curator counts in whole"
-                                + " milliseconds) and at most PT596H31M23.647S: PT2400000H"));
-        runner.withPropertyValues(
-                        "coord.zookeeper.connect-string=" + zk.connectString(), "coord.zookeeper.max-retries=-1")
-                .run(context -> assertThat(context)
-                        .getFailure()
-                        .rootCause()
-                        .hasMessage("coord.zookeeper.max-retries must not be negative: -1"));
         String ensemble = "coord.zookeeper.connect-string=" + zk.connectString();
+        String millis = " must be at least 1ms (Curator counts in whole milliseconds) and at most PT596H31M23.647S: ";
+        assertFailsWith(
+                "coord.zookeeper.session-timeout" + millis + "PT0S", ensemble, "coord.zookeeper.session-timeout=0s");
+        assertFailsWith(
+                "coord.zookeeper.session-timeout" + millis + "PT0.0005S",
+                ensemble,
+                "coord.zookeeper.session-timeout=500us");
+        assertFailsWith(
+                "coord.zookeeper.base-sleep" + millis + "PT2400000H", ensemble, "coord.zookeeper.base-sleep=100000d");
+        assertFailsWith(
+                "coord.zookeeper.max-retries must not be negative: -1", ensemble, "coord.zookeeper.max-retries=-1");
         assertFailsWith(
                 "coord.zookeeper.connect-string: '' names no server; give host:port[,host:port...]",
                 "coord.zookeeper.connect-string=");
