@@ -544,8 +544,8 @@ public final class ClientContext {
             persistentWatchesStay = true;
             log.info(
                     "ZooKeeper could not remove the persistent watch on {} (a server before 3.9): coord uses"
-                            + " predecessor watches on this client from now on, and the persistent watches it has set stay"
-                            + " until the session ends",
+                            + " predecessor watches on this client from now on, and the persistent watches it has"
+                            + " set stay until the session ends",
                     path);
         }
     }
