@@ -76,7 +76,7 @@ public final class Observations {
         for (Observer o : told) {
             try {
                 o.acquisitionStarted(engine.path(), engine.primitive());
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 failed(o, engine.path(), e);
             }
         }
@@ -103,7 +103,7 @@ public final class Observations {
         for (Observer o : told) {
             try {
                 o.acquisitionEnded(engine.path(), engine.primitive(), engine.participantId(), waited, outcome);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 failed(o, engine.path(), e);
             }
         }
@@ -137,7 +137,7 @@ public final class Observations {
                 try {
                     o.leaseStateChanged(
                             path, engine.primitive(), engine.participantId(), lease.fencingToken(), from, to);
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) {
                     failed(o, path, e);
                 }
             }
@@ -152,7 +152,7 @@ public final class Observations {
             for (Observer o : observers) {
                 try {
                     o.holdEnded(path, engine.primitive(), engine.participantId(), lease.fencingToken(), held, end);
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) {
                     failed(o, path, e);
                 }
             }
@@ -180,7 +180,7 @@ public final class Observations {
         for (Observer o : observers) {
             try {
                 o.leadershipChanged(engine.path(), engine.primitive(), engine.participantId(), gained);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 failed(o, engine.path(), e);
             }
         }
@@ -195,13 +195,13 @@ public final class Observations {
         for (Observer o : observers) {
             try {
                 o.queueOperation(path, operation, requested, items, took);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 failed(o, path, e);
             }
         }
     }
 
-    private static void failed(Observer observer, String path, RuntimeException e) {
+    private static void failed(Observer observer, String path, Throwable e) {
         log.warn("observer {} failed on a report for {}", observer, path, e);
     }
 }

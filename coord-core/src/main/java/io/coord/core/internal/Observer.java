@@ -11,8 +11,9 @@ import java.util.Locale;
  * <p>Each method is called on the thread where the thing happened, right after it happened. That may be ZooKeeper's
  * event thread, a thread of the caller, or one of coord's, sometimes while coord holds a lock of its own. So an
  * observer must be quick and must never block, wait, or call back into coord: updating counters and timers in memory
- * is what it is for. Anything slower belongs on an executor of the observer's own. An observer that throws is logged
- * and otherwise ignored. Strings passed in are never null; the path is the primitive's path, as given to its
+ * is what it is for. Anything slower belongs on an executor of the observer's own. An observer that throws, an
+ * {@code Error} included, is logged and otherwise ignored: a report never stops the lease or the session change it
+ * reports. Strings passed in are never null; the path is the primitive's path, as given to its
  * constructor.
  */
 public interface Observer {

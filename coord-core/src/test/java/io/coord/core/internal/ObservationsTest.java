@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
+import io.coord.core.LeaseState;
 import io.coord.core.internal.Observer.AcquireOutcome;
 import io.coord.core.internal.Observer.QueueOperation;
 import io.coord.testkit.ZooKeeperFixture;
@@ -95,6 +96,31 @@ class ObservationsTest {
 
         await().until(() -> notes.heard.size() == 3);
         assertEquals(List.of("started mutex", "ended granted by observed-one", "hold released"), notes.heard);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void anObserverThatThrowsAnErrorStopsNoLeaseFromEnding() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("observed-error");
+        Notes notes = add(new Notes(path));
+        add(new Observer() {
+            @Override
+            public void leaseStateChanged(
+                    String p, String primitive, String participant, long fencingToken, LeaseState from, LeaseState to) {
+                throw new AssertionError("a broken observer");
+            }
+        });
+        CuratorFramework client = zk.newClient();
+        LeaseEngine engine = new LeaseEngine(
+                client, path, "lock-", LeasePredicate.maxLeases(2), "two".getBytes(StandardCharsets.UTF_8));
+        Lease first = engine.acquire(Duration.ofSeconds(10));
+        Lease second = engine.acquire(Duration.ofSeconds(10));
+
+        zk.expireSession(client);
+
+        assertEquals(LeaseState.LOST, first.ended().get(10, TimeUnit.SECONDS));
+        assertEquals(LeaseState.LOST, second.ended().get(10, TimeUnit.SECONDS));
+        await().until(() -> notes.heard.stream().filter("hold lost"::equals).count() == 2);
         zk.assertNoLeaks(path);
     }
 
