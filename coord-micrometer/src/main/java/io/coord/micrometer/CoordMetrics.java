@@ -4,9 +4,11 @@ import io.coord.core.internal.Observations;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
@@ -53,8 +55,13 @@ public final class CoordMetrics implements MeterBinder, AutoCloseable {
     // Guards bound and gauges, so that a close() and a bindTo() racing it leave either no observer or a live one.
     private final ReentrantLock lock = new ReentrantLock();
     private final Map<MeterRegistry, MeterObserver> bound = new IdentityHashMap<>();
-    // Per registry, the counts its pending gauges read: a gauge stays registered across close() and reads them.
-    private final Map<MeterRegistry, Map<Tags, AtomicInteger>> gauges = new IdentityHashMap<>();
+    /**
+     * Per registry, the counts its pending gauges read, for every instance in this class loader: a registry keeps the
+     * first gauge registered under a name and tags, so a gauge outlives the binding that made it (a close(), or
+     * another instance bound later) and must go on reading the live count.
+     */
+    private static final Map<MeterRegistry, Map<Tags, AtomicInteger>> PENDING =
+            Collections.synchronizedMap(new WeakHashMap<>());
 
     /** Tags each meter with the primitive's path as it is. */
     public CoordMetrics() {
@@ -78,7 +85,7 @@ public final class CoordMetrics implements MeterBinder, AutoCloseable {
             if (bound.containsKey(registry)) {
                 return; // a second observer would count everything twice
             }
-            Map<Tags, AtomicInteger> pending = gauges.computeIfAbsent(registry, r -> new ConcurrentHashMap<>());
+            Map<Tags, AtomicInteger> pending = PENDING.computeIfAbsent(registry, r -> new ConcurrentHashMap<>());
             MeterObserver observer = new MeterObserver(registry, pathTag, pending);
             bound.put(registry, observer);
             Observations.add(observer);

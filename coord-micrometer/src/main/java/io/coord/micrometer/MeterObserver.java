@@ -17,7 +17,7 @@ import java.util.function.UnaryOperator;
 final class MeterObserver implements Observer {
     private final MeterRegistry registry;
     private final UnaryOperator<String> pathTag;
-    // The counts behind the registry's pending gauges, shared with every later binding of one CoordMetrics to it.
+    // The counts behind the registry's pending gauges, shared with every binding to it of any CoordMetrics.
     private final Map<Tags, AtomicInteger> pending;
 
     /**
@@ -110,17 +110,18 @@ final class MeterObserver implements Observer {
         return Tags.of("path", pathTag.apply(path), "primitive", primitive);
     }
 
-    /** The count behind one pending gauge, registered with it on first use and kept as long as the registry's map. */
+    /**
+     * The count behind one pending gauge, made on first use and kept as long as the registry. The gauge is registered
+     * with it at every start, a lookup once it is there, so that one removed from the registry comes back.
+     */
     private AtomicInteger pendingOf(Tags tags) {
-        return pending.computeIfAbsent(tags, t -> {
-            AtomicInteger count = new AtomicInteger();
-            Gauge.builder("coord.acquire.pending", count, AtomicInteger::get)
-                    .description("Acquisitions under way: sent, and not yet granted, refused, withdrawn or failed")
-                    .tags(t)
-                    .strongReference(true)
-                    .register(registry);
-            return count;
-        });
+        AtomicInteger count = pending.computeIfAbsent(tags, t -> new AtomicInteger());
+        Gauge.builder("coord.acquire.pending", count, AtomicInteger::get)
+                .description("Acquisitions under way: sent, and not yet granted, refused, withdrawn or failed")
+                .tags(tags)
+                .strongReference(true)
+                .register(registry);
+        return count;
     }
 
     @Override

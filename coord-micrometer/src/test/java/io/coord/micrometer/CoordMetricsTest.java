@@ -198,6 +198,33 @@ class CoordMetricsTest {
     }
 
     @Test
+    void aPendingGaugeReadsTheLiveCountWhenAnotherInstanceTookOverOrTheRegistryWasCleared() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("taken-over");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path, "holder");
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path, "waiter");
+        holder.acquire(); // registers the path's pending gauge
+        holder.release();
+        metrics.close();
+        try (CoordMetrics next = new CoordMetrics()) {
+            next.bindTo(registry);
+            holder.acquire();
+            CompletableFuture<Lease> pending = waiter.acquireAsync();
+            await().until(() -> holder.participants().size() == 2);
+            assertEquals(1.0, gauge("coord.acquire.pending", path), "one acquisition under way, counted by the next");
+
+            registry.clear();
+            CompletableFuture<Lease> another = waiter.acquireAsync();
+            await().until(() -> holder.participants().size() == 3);
+            assertEquals(2.0, gauge("coord.acquire.pending", path), "the gauge is back, with the live count");
+            pending.cancel(true);
+            another.cancel(true);
+            await().until(() -> gauge("coord.acquire.pending", path) == 0.0);
+            holder.release();
+        }
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void thePathTagIsAskedEachTimeSoNothingIsKeptPerRawPath() throws Exception {
         metrics.close();
         List<String> asked = new CopyOnWriteArrayList<>();
