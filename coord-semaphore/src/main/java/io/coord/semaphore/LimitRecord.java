@@ -2,9 +2,12 @@ package io.coord.semaphore;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.ClientContext.SessionEvent;
 import io.coord.core.internal.ResultCodes;
 import java.nio.charset.StandardCharsets;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -49,8 +52,9 @@ final class LimitRecord {
     }
 
     /**
-     * Like {@link #verify()}, but completes with false as soon as the check meets a lost connection: the check goes
-     * on in the background, and the next caller joins it.
+     * Like {@link #verify()}, but completes with false as soon as the connection drops while the check is under way
+     * (not only once Curator's retries of it run out): the check goes on in the background, and the next caller joins
+     * it.
      */
     CompletableFuture<Boolean> verifyOnce() {
         return join(false).firstAnswer();
@@ -80,6 +84,7 @@ final class LimitRecord {
         } finally {
             lock.unlock();
         }
+        Checks.of(ClientContext.of(client)).add(started);
         read(started);
         return started;
     }
@@ -111,7 +116,44 @@ final class LimitRecord {
         }
 
         void resumed() {
-            lost = new CompletableFuture<>();
+            if (lost.isDone()) {
+                lost = new CompletableFuture<>();
+            }
+        }
+    }
+
+    /** The checks under way on one client, told as its connection drops and comes back. */
+    private static final class Checks implements ClientContext.SessionListener {
+        private final ClientContext context;
+        private final Set<Check> underWay = ConcurrentHashMap.newKeySet();
+
+        private Checks(ClientContext context) {
+            this.context = context;
+        }
+
+        static Checks of(ClientContext context) {
+            return context.shared(Checks.class.getName(), key -> {
+                Checks checks = new Checks(context);
+                context.addSessionListener(checks);
+                return checks;
+            });
+        }
+
+        void add(Check c) {
+            underWay.add(c);
+            c.done.whenComplete((ok, error) -> underWay.remove(c));
+            if (!context.isConnected()) {
+                c.connectionLost(); // dropped before it was added: no news of that is on its way
+            }
+        }
+
+        @Override
+        public void sessionChanged(SessionEvent event) {
+            switch (event) {
+                case SUSPENDED, SESSION_ENDED -> underWay.forEach(Check::connectionLost);
+                case RECONNECTED, NEW_SESSION -> underWay.forEach(Check::resumed);
+                case CLOSED -> {} // the check fails
+            }
         }
     }
 

@@ -33,6 +33,7 @@ import org.apache.curator.drivers.EventTrace;
 import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEventType;
+import org.apache.curator.retry.RetryForever;
 import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -223,6 +224,28 @@ class SemaphoreFaultsTest {
 
         proxy.loseReplies(false);
         Lease lease = semaphore.acquire(); // joins the check, which went on once connected
+        assertTrue(lease.isValid());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aOneLookFirstUseIsRefusedWhenItsConnectionDropsEvenIfTheClientRetriesForEver() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("one-look-retrying");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .retryPolicy(new RetryForever(100))
+                .connectionTimeoutMs(500));
+        DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 2);
+        proxy.loseReplies(true);
+        CompletableFuture<Optional<Lease>> look = Background.call(() -> semaphore.tryAcquire(1, Duration.ZERO));
+
+        // Answered once the connection drops, though Curator goes on retrying the record's read and replies are lost.
+        await().atMost(Duration.ofSeconds(30)).until(look::isDone);
+        assertEquals(Optional.empty(), look.get());
+
+        proxy.loseReplies(false);
+        Lease lease = semaphore.acquire();
         assertTrue(lease.isValid());
         lease.close();
         zk.assertNoLeaks(path);
