@@ -13,6 +13,7 @@ import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
+import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -205,6 +206,36 @@ class MutexRevocationTest {
         assertEquals(LeaseState.LOST, evictedAtGrant.get(10, TimeUnit.SECONDS));
         assertEquals(LeaseState.LOST, evicted.ended().get(10, TimeUnit.SECONDS));
         granted.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void optingInOnAnEndedLeaseDoesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-ended");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = zk.newClient(counter);
+        ReentrantMutex mutex = new ReentrantMutex(client, path, "holder");
+        Lease released = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        released.close();
+        Lease lost = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        zk.expireSession(client);
+        assertEquals(LeaseState.LOST, lost.ended().get(10, TimeUnit.SECONDS));
+        counter.reset();
+
+        AtomicInteger ran = new AtomicInteger();
+        released.onRevocationRequested(ran::incrementAndGet, Runnable::run);
+        lost.onRevocationRequested(ran::incrementAndGet, Runnable::run);
+
+        // Answers come in the order requests were sent: once this one is back, so is anything sent before it.
+        CompletableFuture<Void> after = new CompletableFuture<>();
+        client.checkExists().inBackground((c, e) -> after.complete(null)).forPath("/");
+        after.get(10, TimeUnit.SECONDS);
+        // The lost lease's node may still be deleted on the new session: that is its cleanup, not a revocation's.
+        List<String> sent = counter.names(path).stream()
+                .filter(name -> !name.startsWith("Delete"))
+                .toList();
+        assertEquals(List.of(), sent, "nothing sent for an ended lease");
+        assertEquals(0, ran.get());
         zk.assertNoLeaks(path);
     }
 

@@ -1,5 +1,6 @@
 package io.coord.core.internal;
 
+import io.coord.core.LeaseState;
 import io.coord.core.SequenceNode;
 import java.util.ArrayList;
 import java.util.List;
@@ -51,6 +52,9 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
 
     /** Adds an action; the first one starts listening. One added after a request was heard runs at once. */
     void add(Runnable action, Executor executor) {
+        if (leaseEnded()) {
+            return; // before its end reached stop(): nothing to listen for, and nothing to send
+        }
         boolean start;
         lock.lock();
         try {
@@ -138,10 +142,22 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
     private boolean isStopped() {
         lock.lock();
         try {
-            return stopped;
+            if (stopped) {
+                return true;
+            }
         } finally {
             lock.unlock();
         }
+        return leaseEnded();
+    }
+
+    /**
+     * Whether the lease is released or lost. Its end reaches {@link #stop} later, through the lease's listeners; asked
+     * outside the lock, since the lease takes its own.
+     */
+    private boolean leaseEnded() {
+        LeaseState state = lease.state();
+        return state == LeaseState.RELEASED || state == LeaseState.LOST;
     }
 
     /** Reads the node's data, with the data watch if {@code watch}; the answer tells whether a request is there. */
@@ -184,6 +200,9 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
     }
 
     private void requested(int version) {
+        if (leaseEnded()) {
+            return; // heard after the lease was closed or lost: the hold it asks about is over
+        }
         lock.lock();
         try {
             if (stopped || version <= lastRequest) {
