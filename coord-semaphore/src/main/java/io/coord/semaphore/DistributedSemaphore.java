@@ -158,9 +158,11 @@ public final class DistributedSemaphore {
      * @return whether the request was written; false when that participant holds no permit (any more)
      * @throws NullPointerException if {@code holder} is null
      * @throws IllegalArgumentException if {@code holder} names no permit node of this semaphore
+     * @throws IllegalStateException if the path records another maxLeases than this instance's (checked once)
      * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the node
      */
     public boolean requestRevocation(Participant holder) {
+        checkRecordToRevoke(holder);
         return engine.requestRevocation(holder);
     }
 
@@ -172,10 +174,36 @@ public final class DistributedSemaphore {
      * @return whether its nodes were deleted; false when that participant holds no permit (any more)
      * @throws NullPointerException if {@code holder} is null
      * @throws IllegalArgumentException if {@code holder} names no permit node of this semaphore
+     * @throws IllegalStateException if the path records another maxLeases than this instance's (checked once)
      * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the path
      */
     public boolean forceRevocation(Participant holder) {
+        checkRecordToRevoke(holder);
         return engine.forceRevocation(holder);
+    }
+
+    /**
+     * Who holds is judged by this instance's limit, so it must be the recorded one: an instance built with another
+     * would take a waiter for a holder, or a holder for a waiter. Bad input is refused before the check, which may
+     * write the record on first use.
+     */
+    private void checkRecordToRevoke(Participant holder) {
+        engine.checkRevocable(holder);
+        if (record.isVerified()) {
+            return;
+        }
+        try {
+            if (!record.verifyOnce().get()) {
+                throw new CoordinationException("cannot check the maxLeases record of " + engine.path()
+                        + " before revoking: the connection to ZooKeeper is down");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CoordinationException(
+                    "interrupted while checking the maxLeases record of " + engine.path() + " before revoking", e);
+        } catch (ExecutionException e) {
+            throw recordFailure(e);
+        }
     }
 
     @Override
@@ -206,10 +234,15 @@ public final class DistributedSemaphore {
         } catch (TimeoutException e) {
             return false; // the check goes on in the background, and the next call joins it
         } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new CoordinationException("cannot check the maxLeases record of " + engine.path(), e.getCause());
+            throw recordFailure(e);
         }
+    }
+
+    /** What a failed check of the record throws: its refusal as it is, anything else wrapped. */
+    private RuntimeException recordFailure(ExecutionException e) {
+        if (e.getCause() instanceof RuntimeException re) {
+            return re;
+        }
+        return new CoordinationException("cannot check the maxLeases record of " + engine.path(), e.getCause());
     }
 }

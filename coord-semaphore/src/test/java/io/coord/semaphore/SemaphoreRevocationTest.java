@@ -82,6 +82,30 @@ class SemaphoreRevocationTest {
     }
 
     @Test
+    void anInstanceBuiltWithAnotherLimitIsRefusedBeforeItRevokesAnything() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-other-limit");
+        DistributedSemaphore semaphore = new DistributedSemaphore(zk.newClient(), path, 1);
+        Lease held = semaphore.acquire();
+        CompletableFuture<Lease> waiting = semaphore.acquireAsync(1);
+        await().until(() -> semaphore.participants().size() == 2);
+        Participant waiter = semaphore.participants().get(1);
+
+        // With a limit of 2 the waiter would pass for a holder.
+        DistributedSemaphore wider = new DistributedSemaphore(zk.newClient(), path, 2);
+        IllegalStateException forced = assertThrows(IllegalStateException.class, () -> wider.forceRevocation(waiter));
+        assertEquals(
+                "semaphore " + path + " records maxLeases 1, but this instance was built with maxLeases 2",
+                forced.getMessage());
+        assertThrows(IllegalStateException.class, () -> wider.requestRevocation(waiter));
+        assertEquals(2, semaphore.participants().size(), "the waiter's node is still there");
+        assertEquals(waiter, semaphore.participants().get(1), "and was not asked to let go");
+
+        held.close();
+        waiting.get(10, TimeUnit.SECONDS).close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void badInputIsRefusedBeforeAnythingIsWritten() throws Exception {
         String path = ZooKeeperFixture.uniquePath("revoke-permits-bad-input");
         DistributedSemaphore semaphore = new DistributedSemaphore(zk.newClient(), path, 1);

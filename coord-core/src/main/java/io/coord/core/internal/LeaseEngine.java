@@ -266,9 +266,17 @@ public final class LeaseEngine {
     }
 
     private boolean revoke(Participant holder, boolean force) {
-        Objects.requireNonNull(holder, "holder must not be null");
-        checkUsable();
+        checkRevocable(holder);
         return Revocations.revoke(client, path, prefix, predicate, holder, force);
+    }
+
+    /**
+     * Throws what a revocation of {@code holder} would throw before sending anything: {@link NullPointerException},
+     * {@link IllegalArgumentException} if it names no node of this engine's kind, or what {@link #checkUsable} throws.
+     */
+    public void checkRevocable(Participant holder) {
+        Revocations.target(path, prefix, holder);
+        checkUsable();
     }
 
     /**

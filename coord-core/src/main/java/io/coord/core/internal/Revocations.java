@@ -58,7 +58,7 @@ final class Revocations {
     }
 
     /** Checks {@code holder} before anything is read or written: it must name a node of this queue's kind. */
-    private static SequenceNode target(String path, String prefix, Participant holder) {
+    static SequenceNode target(String path, String prefix, Participant holder) {
         Objects.requireNonNull(holder, "holder must not be null");
         String name = holder.nodeName();
         Optional<SequenceNode> node = name.contains("/") ? Optional.empty() : SequenceNode.parse(name);
