@@ -76,7 +76,9 @@ public interface DistributedLock {
      *
      * @param holder a participant of this lock, as {@link #participants()} lists it
      * @return whether the request was written; false when that participant does not hold the lock (any more), and
-     *     nothing was written
+     *     nothing was written, with one exception: when the connection drops while the write is on its way, Curator
+     *     sends it again, and if the first one had landed and the holder let go at once, the second finds no node and
+     *     this answers false although the holder was asked
      * @throws NullPointerException if {@code holder} is null
      * @throws IllegalArgumentException if {@code holder} names no node of this lock's kind
      * @throws CoordinationException if ZooKeeper refused the read or the write (for example without write
