@@ -15,15 +15,18 @@ import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.AuthInfo;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.ACLProvider;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
@@ -236,6 +239,42 @@ class MutexRevocationTest {
                 .toList();
         assertEquals(List.of(), sent, "nothing sent for an ended lease");
         assertEquals(0, ran.get());
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void closingTheAskersClientWhileItsRequestWaitsForTheConnectionFailsWithCoordinationException() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-closed");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path, "holder");
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        Participant first = holder.participants().get(0);
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework askerClient = zk.newCustomClient(
+                b -> b.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(1_000, 100)));
+        ReentrantMutex asker = new ReentrantMutex(askerClient, path, "asker");
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+
+        CompletableFuture<Boolean> asked = new CompletableFuture<>();
+        Thread asking = new Thread(() -> {
+            try {
+                asked.complete(asker.requestRevocation(first));
+            } catch (RuntimeException e) {
+                asked.completeExceptionally(e);
+            }
+        });
+        asking.setDaemon(true);
+        asking.start();
+        // Waiting inside Curator's retries for a connection, past coord's own check that the client is open.
+        await().until(() -> asking.getState() == Thread.State.TIMED_WAITING);
+        askerClient.close();
+
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> asked.get(30, TimeUnit.SECONDS));
+        assertTrue(
+                failed.getCause() instanceof CoordinationException,
+                failed.getCause().toString());
+        assertEquals(List.of("holder"), ids(holder.participants()), "nothing was written");
+        held.close();
         zk.assertNoLeaks(path);
     }
 

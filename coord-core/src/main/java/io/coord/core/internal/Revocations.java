@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.Optional;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
@@ -46,15 +47,16 @@ final class Revocations {
             Participant holder,
             boolean force) {
         SequenceNode target = target(path, prefix, holder);
-        List<SequenceNode> lease = call("read the queue of", path, () -> heldLease(client, path, predicate, target));
+        List<SequenceNode> lease =
+                call(client, "read the queue of", path, () -> heldLease(client, path, predicate, target));
         if (lease.isEmpty()) {
             return false;
         }
         if (force) {
-            return call("delete the nodes of", node(path, target), () -> delete(client, path, lease));
+            return call(client, "delete the nodes of", node(path, target), () -> delete(client, path, lease));
         }
         String first = node(path, lease.get(0));
-        return call("request revocation of", first, () -> mark(client, first));
+        return call(client, "request revocation of", first, () -> mark(client, first));
     }
 
     /** Checks {@code holder} before anything is read or written: it must name a node of this queue's kind. */
@@ -153,8 +155,12 @@ final class Revocations {
         T run() throws Exception;
     }
 
-    /** Runs one step against ZooKeeper; whatever it throws becomes an unchecked error naming {@code path}. */
-    private static <T> T call(String what, String path, Call<T> step) {
+    /**
+     * Runs one step against ZooKeeper; whatever it throws becomes an unchecked error naming {@code path}. Curator tells
+     * of a close during the step with {@link IllegalStateException}, which to coord's callers means a client never
+     * started: that becomes a {@link CoordinationException} too.
+     */
+    private static <T> T call(CuratorFramework client, String what, String path, Call<T> step) {
         try {
             return step.run();
         } catch (InterruptedException e) {
@@ -162,6 +168,11 @@ final class Revocations {
             throw new CoordinationException("interrupted while trying to " + what + " " + path, e);
         } catch (KeeperException e) {
             throw new CoordinationException("cannot " + what + " " + path + ": " + e.code(), e);
+        } catch (IllegalStateException e) {
+            if (client.getState() != CuratorFrameworkState.STOPPED) {
+                throw e;
+            }
+            throw new CoordinationException("cannot " + what + " " + path + ": the client was closed", e);
         } catch (RuntimeException e) {
             throw e;
         } catch (Exception e) {
