@@ -43,7 +43,8 @@ import java.util.function.UnaryOperator;
  *   <tr><td>{@code coord.lease.states}</td><td>counter</td><td>state</td><td>held leases turning SUSPECT, HELD
  *       again, or LOST</td></tr>
  *   <tr><td>{@code coord.leadership.changes}</td><td>counter</td><td>change</td><td>gained or lost</td></tr>
- *   <tr><td>{@code coord.queue.calls}</td><td>timer</td><td>operation</td><td>offer, poll, drain or claim calls</td></tr>
+ *   <tr><td>{@code coord.queue.calls}</td><td>timer</td><td>operation</td><td>offer, poll, drain or claim calls,
+ *       those that throw included</td></tr>
  *   <tr><td>{@code coord.queue.items}</td><td>counter</td><td>operation</td><td>items written or taken</td></tr>
  * </table>
  *

@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
@@ -125,6 +126,20 @@ class CoordMetricsTest {
                         .counter()
                         .count());
         assertEquals("queue", find("coord.queue.calls", jobs).timer().getId().getTag("primitive"));
+    }
+
+    @Test
+    void aQueueCallThatThrowsIsTimedAsACallThatMovedNothing() throws Exception {
+        String jobs = ZooKeeperFixture.uniquePath("metered-interrupted-queue");
+        DistributedQueue<String> queue = DistributedQueue.builder(zk.newClient(), jobs, QueueSerializer.utf8())
+                .build();
+        Thread.currentThread().interrupt(); // how consumers are usually stopped
+        assertThrows(InterruptedException.class, queue::take);
+        assertEquals(
+                1,
+                find("coord.queue.calls", jobs).tag("operation", "poll").timer().count());
+        assertEquals(0.0, find("coord.queue.items", jobs).counter().count(), "nothing taken");
+        zk.assertNoLeaks(jobs);
     }
 
     @Test

@@ -57,10 +57,15 @@ final class QueueConsumer<T> {
      */
     List<Taken<T>> take(int max, boolean claim, Deadline deadline) throws InterruptedException {
         long startedAt = System.nanoTime();
-        List<Taken<T>> taken = takeItems(max, claim, deadline);
-        QueueOperation operation = claim ? QueueOperation.CLAIM : max == 1 ? QueueOperation.POLL : QueueOperation.DRAIN;
-        Observations.queueOperation(queue.path, operation, max, taken.size(), startedAt);
-        return taken;
+        List<Taken<T>> taken = List.of();
+        try {
+            taken = takeItems(max, claim, deadline);
+            return taken;
+        } finally { // a call that throws is a call too, having taken nothing
+            QueueOperation operation =
+                    claim ? QueueOperation.CLAIM : max == 1 ? QueueOperation.POLL : QueueOperation.DRAIN;
+            Observations.queueOperation(queue.path, operation, max, taken.size(), startedAt);
+        }
     }
 
     private List<Taken<T>> takeItems(int max, boolean claim, Deadline deadline) throws InterruptedException {

@@ -91,10 +91,14 @@ final class QueueProducer {
      */
     boolean write(List<byte[]> stored, Deadline deadline) throws InterruptedException {
         long startedAt = System.nanoTime();
-        boolean landed = writeItems(stored, deadline);
-        Observations.queueOperation(
-                queue.path, QueueOperation.OFFER, stored.size(), landed ? stored.size() : 0, startedAt);
-        return landed;
+        boolean landed = false;
+        try {
+            landed = writeItems(stored, deadline);
+            return landed;
+        } finally { // a call that throws is a call too, having written nothing
+            Observations.queueOperation(
+                    queue.path, QueueOperation.OFFER, stored.size(), landed ? stored.size() : 0, startedAt);
+        }
     }
 
     private boolean writeItems(List<byte[]> stored, Deadline deadline) throws InterruptedException {

@@ -186,7 +186,9 @@ public final class Observations {
         }
     }
 
-    /** A queue call that started at {@code startedAt} (System.nanoTime) returned, having moved {@code items}. */
+    /**
+     * A queue call that started at {@code startedAt} (System.nanoTime) returned or threw, having moved {@code items}.
+     */
     public static void queueOperation(String path, QueueOperation operation, int requested, int items, long startedAt) {
         long took = System.nanoTime() - startedAt;
         if (recorder()) {

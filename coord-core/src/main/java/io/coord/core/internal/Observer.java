@@ -93,6 +93,6 @@ public interface Observer {
     /** A latch or selector ({@code primitive}) gained or lost leadership. */
     default void leadershipChanged(String path, String primitive, String participant, boolean gained) {}
 
-    /** A queue call returned, having moved {@code items} of the {@code requested}, after {@code nanos}. */
+    /** A queue call returned or threw, having moved {@code items} of the {@code requested}, after {@code nanos}. */
     default void queueOperation(String path, QueueOperation operation, int requested, int items, long nanos) {}
 }
