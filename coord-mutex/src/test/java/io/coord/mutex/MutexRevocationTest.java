@@ -15,8 +15,10 @@ import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -275,6 +277,36 @@ class MutexRevocationTest {
                 failed.getCause().toString());
         assertEquals(List.of("holder"), ids(holder.participants()), "nothing was written");
         held.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aRequestWrittenWhileTheHoldersConnectionIsDownIsHeardOnceItIsBackOnTheSameSession() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-while-down");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework holderClient = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis()));
+        ZooKeeperFixture.lingerViews(holderClient, Duration.ofMinutes(1));
+        ReentrantMutex holder = new ReentrantMutex(holderClient, path, "holder");
+        holder.acquireAsync().get(10, TimeUnit.SECONDS).close(); // with views on, the next hold is on a primed view
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        AtomicInteger requests = new AtomicInteger();
+        held.onRevocationRequested(requests::incrementAndGet, Runnable::run);
+        ReentrantMutex asker = new ReentrantMutex(zk.newClient(), path, "asker");
+        Participant first = asker.participants().get(0);
+        Session session = Session.of(holderClient);
+
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        await().until(() -> held.state() == LeaseState.SUSPECT);
+        assertTrue(asker.requestRevocation(first));
+        proxy.refuseConnections(false);
+
+        await().until(() -> requests.get() == 1);
+        assertEquals(LeaseState.HELD, held.state());
+        assertEquals(session.id(), Session.of(holderClient).id(), "the same session throughout");
+        held.close();
+        holderClient.close(); // its view would linger for a minute
         zk.assertNoLeaks(path);
     }
 
