@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.ACLProvider;
 import org.apache.zookeeper.KeeperException;
@@ -247,6 +248,38 @@ class MutexViewTest {
             await().until(() -> other.participants().size() == n);
         }
         return queued;
+    }
+
+    @Test
+    void anOptedInHolderWhoseViewOtherSessionsCrowdOutStillHearsARequest() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-herd-revocation");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = clientWithHerdBoundOfTwo(counter);
+        ReentrantMutex mutex = new ReentrantMutex(client, path, "holder");
+        MutexRequestCountTest.primeView(mutex);
+        Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        AtomicInteger requests = new AtomicInteger();
+        held.onRevocationRequested(requests::incrementAndGet, Runnable::run);
+        await().until(() -> counter.count(path, "GetData") >= 1); // the first look for a request, on the view
+
+        // Three waiters of other sessions, over the bound of two: the view goes, and the hold listens with a data
+        // watch.
+        List<CompletableFuture<Lease>> queued = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            queued.add(new ReentrantMutex(zk.newClient(), path).acquireAsync());
+        }
+        await().until(() -> counter.count(path, "GetData") >= 2);
+        ReentrantMutex asker = new ReentrantMutex(zk.newClient(), path, "asker");
+        assertTrue(asker.requestRevocation(asker.participants().get(0)));
+
+        await().until(() -> requests.get() == 1);
+        assertTrue(held.isValid());
+        held.close();
+        for (CompletableFuture<Lease> other : queued) {
+            other.get(10, TimeUnit.SECONDS).close();
+        }
+        client.close();
+        zk.assertNoLeaks(path);
     }
 
     @Test
