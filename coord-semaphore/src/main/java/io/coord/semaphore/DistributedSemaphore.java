@@ -5,7 +5,6 @@ import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
-import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import java.nio.charset.StandardCharsets;
@@ -14,7 +13,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
 
@@ -60,9 +58,9 @@ public final class DistributedSemaphore {
         byte[] id = Arguments.defaultParticipantId().getBytes(StandardCharsets.UTF_8);
         this.predicate = LeasePredicate.maxLeases(maxLeases);
         this.record = new LimitRecord(Arguments.client(client), Arguments.path(path), maxLeases);
-        // A create that finds the path missing has it made by a fresh check, which records the limit, and never as a
-        // container without a record.
-        this.engine = new LeaseEngine(client, path, PREFIX, predicate, id, ticker, "semaphore", record::recheck);
+        // Every attempt checks the record first. A create that finds the path missing has it made by a fresh check,
+        // which records the limit, and never as a container without a record.
+        this.engine = new LeaseEngine(client, path, PREFIX, predicate, id, ticker, "semaphore", record);
         this.maxLeases = maxLeases;
     }
 
@@ -92,52 +90,12 @@ public final class DistributedSemaphore {
      */
     public CompletableFuture<Lease> acquireAsync(int permits) {
         checkPermits(permits);
-        engine.checkUsable();
-        if (record.isVerified()) {
-            return engine.acquireAsync(permits, predicate);
-        }
-        CompletableFuture<Lease> result = new CompletableFuture<>();
-        // Off ZooKeeper's event thread, where the check answers: the caller's stages run where the result completes.
-        record.verify()
-                .whenCompleteAsync(
-                        (ok, error) -> {
-                            if (error != null) {
-                                result.completeExceptionally(error);
-                                return;
-                            }
-                            CompletableFuture<Lease> inner;
-                            try {
-                                inner = engine.acquireAsync(permits, predicate);
-                            } catch (RuntimeException e) {
-                                result.completeExceptionally(e); // the client closed after the check answered
-                                return;
-                            }
-                            result.whenComplete((lease, e) -> {
-                                // Cancelled, timed out, or completed from outside with anything but the lease granted:
-                                // withdraw.
-                                if (lease == null || lease != inner.getNow(null)) {
-                                    inner.cancel(false);
-                                }
-                            });
-                            inner.whenComplete((lease, e) -> {
-                                if (e != null) {
-                                    result.completeExceptionally(e);
-                                } else if (!result.complete(lease)) {
-                                    lease.close();
-                                }
-                            });
-                        },
-                        ClientContext.of(engine.client()).callbacks());
-        return result;
+        return engine.acquireAsync(permits, predicate);
     }
 
     /** Null when the deadline passes first. */
     private Lease acquire(int permits, Deadline deadline) throws InterruptedException {
         checkPermits(permits);
-        engine.checkUsable();
-        if (!awaitRecord(deadline)) {
-            return null;
-        }
         return engine.acquire(deadline, permits, predicate);
     }
 
@@ -215,26 +173,6 @@ public final class DistributedSemaphore {
         if (permits < 1 || permits > maxLeases) {
             throw new IllegalArgumentException(
                     "permits must be between 1 and maxLeases (" + maxLeases + "): " + permits);
-        }
-    }
-
-    /** Checks the recorded limit under the caller's deadline; false if it passes first. */
-    private boolean awaitRecord(Deadline deadline) throws InterruptedException {
-        if (record.isVerified()) {
-            return true;
-        }
-        try {
-            if (!deadline.allowsWaiting()) {
-                // One look cannot be had without a connection, nor wait for one: a check that loses its connection
-                // refuses, and goes on in the background for the next call.
-                return engine.isConnected() && record.verifyOnce().get();
-            }
-            deadline.await(record.verify());
-            return true;
-        } catch (TimeoutException e) {
-            return false; // the check goes on in the background, and the next call joins it
-        } catch (ExecutionException e) {
-            throw recordFailure(e);
         }
     }
 

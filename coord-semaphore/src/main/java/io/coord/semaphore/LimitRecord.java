@@ -3,6 +3,7 @@ package io.coord.semaphore;
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
+import io.coord.core.internal.PathRecord;
 import io.coord.core.internal.ResultCodes;
 import java.nio.charset.StandardCharsets;
 import java.util.Set;
@@ -24,7 +25,7 @@ import org.apache.zookeeper.KeeperException.Code;
  * container, and a record that vanished with it would let the next client record a different limit while this one
  * goes on enforcing its own. Retiring a semaphore, or changing its limit, means deleting the path by hand.
  */
-final class LimitRecord {
+final class LimitRecord implements PathRecord {
     private final CuratorFramework client;
     private final String path;
     private final int maxLeases;
@@ -60,11 +61,20 @@ final class LimitRecord {
         return join(false).firstAnswer();
     }
 
+    @Override
+    public CompletableFuture<Boolean> check(boolean oneLook) {
+        if (isVerified()) {
+            return null;
+        }
+        return oneLook ? verifyOnce() : verify().thenApply(verified -> true);
+    }
+
     /**
      * Checks again, whatever an earlier check found: the path went missing, and is made with the record if it still
      * is. Fails with CONNECTIONLOSS as soon as the check meets a lost connection, as a create would.
      */
-    CompletableFuture<Void> recheck() {
+    @Override
+    public CompletableFuture<Void> makePath() {
         return join(true)
                 .firstAnswer()
                 .thenCompose(verified -> verified

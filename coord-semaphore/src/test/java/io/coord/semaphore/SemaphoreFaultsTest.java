@@ -13,6 +13,8 @@ import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
+import io.coord.core.internal.Observations;
+import io.coord.core.internal.Observer;
 import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.EngineMode;
@@ -25,6 +27,7 @@ import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -183,6 +186,47 @@ class SemaphoreFaultsTest {
         Lease lease = semaphore.tryAcquire(2, Duration.ofSeconds(20)).orElseThrow();
         assertTrue(lease.isValid());
         lease.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aFirstUseThatEndsInTheRecordCheckIsReportedLikeAnyAcquisition() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("first-use-reported");
+        List<String> heard = new CopyOnWriteArrayList<>();
+        Observer observer = new Observer() {
+            @Override
+            public void acquisitionStarted(String p, String primitive) {
+                if (p.startsWith(path)) {
+                    heard.add("started");
+                }
+            }
+
+            @Override
+            public void acquisitionEnded(
+                    String p, String primitive, String participant, long waitNanos, AcquireOutcome outcome) {
+                if (p.startsWith(path)) {
+                    heard.add(outcome.tag());
+                }
+            }
+        };
+        Observations.add(observer);
+        try {
+            CuratorFramework client = zk.newClient();
+            DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 2);
+            new DistributedSemaphore(zk.newClient(), path, 3).acquire().close(); // records another limit
+            assertThrows(IllegalStateException.class, () -> semaphore.tryAcquire(1, Duration.ofSeconds(10)));
+
+            DistributedSemaphore unchecked = new DistributedSemaphore(client, path + "-down", 2);
+            zk.stopServer();
+            await().until(() -> !client.getZookeeperClient().isConnected());
+            assertEquals(Optional.empty(), unchecked.tryAcquire(1, Duration.ofMillis(300)));
+            zk.restartServer();
+
+            await().until(() -> heard.size() == 6);
+            assertEquals(List.of("started", "granted", "started", "failed", "started", "timed_out"), heard);
+        } finally {
+            Observations.remove(observer);
+        }
         zk.assertNoLeaks(path);
     }
 

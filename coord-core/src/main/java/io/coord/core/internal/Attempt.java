@@ -85,11 +85,28 @@ final class Attempt {
             result.complete(null); // one look cannot be had without a connection; nothing was written
             return;
         }
-        act(todo -> {
-            if (!isOver()) {
-                enter(todo);
+        CompletableFuture<Boolean> checked =
+                engine.record() == null ? null : engine.record().check(request.tryOnce());
+        if (checked == null) {
+            act(todo -> {
+                if (!isOver()) {
+                    enter(todo);
+                }
+            });
+            return;
+        }
+        checked.whenComplete((mayEnter, error) -> act(todo -> {
+            if (isOver()) {
+                return; // withdrawn while the record was checked: nothing was written
             }
-        });
+            if (error != null) {
+                failOn(error, todo);
+            } else if (mayEnter) {
+                enter(todo);
+            } else {
+                finish(null, todo); // a one-look whose check lost its connection
+            }
+        }));
     }
 
     /** Tells the observers how the attempt ended, once. */
@@ -191,7 +208,7 @@ final class Attempt {
                     prefix + engine.prefix(),
                     engine.nodeData(),
                     request.nodes(),
-                    engine.pathMaker() == null,
+                    engine.record() == null,
                     (rc, made) -> created(gen, prefix, rc, made));
         } catch (Exception e) {
             act(todo -> failWith(e, todo));
@@ -208,7 +225,7 @@ final class Attempt {
                 sweepLater(todo, phase != Phase.WITHDRAWN, stale);
                 return;
             }
-            if (rc == KeeperException.Code.NONODE && made == null && engine.pathMaker() != null) {
+            if (rc == KeeperException.Code.NONODE && made == null && engine.record() != null) {
                 // The path is gone, and its primitive makes it (with what it records there): create again once it
                 // exists, in this generation, rather than retry into the same NONODE.
                 todo.add(() -> makePath(gen, prefix));
@@ -238,7 +255,7 @@ final class Attempt {
     private void makePath(int gen, String prefix) {
         CompletableFuture<Void> made;
         try {
-            made = engine.pathMaker().get();
+            made = engine.record().makePath();
         } catch (RuntimeException e) {
             made = CompletableFuture.failedFuture(e);
         }
@@ -251,13 +268,10 @@ final class Attempt {
                 return;
             }
             creating = false;
-            Throwable cause = ResultCodes.unwrap(error);
-            if (ResultCodes.isInDoubt(cause)) {
+            if (ResultCodes.isInDoubt(ResultCodes.unwrap(error))) {
                 retry(gen, todo, this::enter); // as a create lost with its connection: a one-look is refused
-            } else if (cause instanceof RuntimeException refused && !context.isClosed()) {
-                failAs(refused, todo); // the primitive's own verdict, such as a record of another limit, as it is
             } else {
-                failWith(cause, todo);
+                failOn(error, todo);
             }
         }));
     }
@@ -410,6 +424,16 @@ final class Attempt {
                 }
             }));
         });
+    }
+
+    /** Fails with the primitive's own verdict on its path record (a record of another limit, say) as it is. */
+    private void failOn(Throwable recordError, List<Runnable> todo) {
+        Throwable cause = ResultCodes.unwrap(recordError);
+        if (cause instanceof RuntimeException refused && !context.isClosed()) {
+            failAs(refused, todo);
+        } else {
+            failWith(cause, todo);
+        }
     }
 
     void failWith(Throwable cause, List<Runnable> todo) {

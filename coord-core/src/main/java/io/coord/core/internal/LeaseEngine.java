@@ -17,7 +17,6 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
-import java.util.function.Supplier;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 
@@ -33,7 +32,7 @@ public final class LeaseEngine {
     private final byte[] nodeData;
     private final LongSupplier ticker;
     private final String primitive;
-    private final Supplier<CompletableFuture<Void>> pathMaker; // null: a missing path is made as a container
+    private final PathRecord record; // null: a missing path is made as a container
     private volatile String participantId; // decoded from the node data on first report
     private volatile ClientContext context; // looked up on first use: constructors do no I/O and register nothing
 
@@ -66,10 +65,11 @@ public final class LeaseEngine {
     }
 
     /**
-     * Like the other constructors, leaving the path to its primitive: a create that finds the path missing asks
-     * {@code pathMaker} to make it, then creates again, instead of making it as a container. The attempt fails with
-     * whatever the maker's future fails with, and answers an in-doubt {@link org.apache.zookeeper.KeeperException} as
-     * a lost connection. Null makes the path as a container, as the other constructors do.
+     * Like the other constructors, leaving the path to its primitive, which keeps {@code record} there: each attempt
+     * waits for {@link PathRecord#check} before it enters, and a create that finds the path missing asks the record
+     * to make it, then creates again, instead of making it as a container. The attempt fails with whatever either
+     * future fails with, and answers an in-doubt {@link org.apache.zookeeper.KeeperException} as a lost connection.
+     * Null makes the path as a container, as the other constructors do.
      */
     public LeaseEngine(
             CuratorFramework client,
@@ -79,8 +79,8 @@ public final class LeaseEngine {
             byte[] nodeData,
             LongSupplier ticker,
             String primitive,
-            Supplier<CompletableFuture<Void>> pathMaker) {
-        this.pathMaker = pathMaker;
+            PathRecord record) {
+        this.record = record;
         this.primitive = Objects.requireNonNull(primitive, "primitive");
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.client = Arguments.client(client);
@@ -133,9 +133,9 @@ public final class LeaseEngine {
         return nodeData;
     }
 
-    /** What makes the path when a create finds it missing; null when creates make it as a container. */
-    Supplier<CompletableFuture<Void>> pathMaker() {
-        return pathMaker;
+    /** What the primitive keeps at its path; null when creates make the path as a container. */
+    PathRecord record() {
+        return record;
     }
 
     /**
