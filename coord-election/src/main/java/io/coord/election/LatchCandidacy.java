@@ -64,6 +64,7 @@ final class LatchCandidacy {
     }
 
     void start() {
+        engine.checkUsable(); // before the phase moves: a latch started before its client can be started again
         SuspensionPolicy clientPolicy = SuspensionPolicy.of(engine.client());
         lock.lock();
         try {

@@ -64,9 +64,10 @@ public final class LeaderLatch implements AutoCloseable {
         this.id = Arguments.participantId(participantId);
         byte[] data = id.getBytes(StandardCharsets.UTF_8);
         this.engine = new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), data);
-        Executor events = SerialExecutor.onCallbacks();
-        this.listeners = new OrderedListeners<>(path, events);
-        this.candidacy = new LatchCandidacy(engine, toString(), events, listeners);
+        // Listeners hear of changes on a queue apart from the candidacy's own: one that blocks, say in await() on a
+        // direct executor, must not hold back the grant that would end its wait.
+        this.listeners = new OrderedListeners<>(path, SerialExecutor.onCallbacks());
+        this.candidacy = new LatchCandidacy(engine, toString(), SerialExecutor.onCallbacks(), listeners);
     }
 
     /**

@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.CreateMode;
 import org.junit.jupiter.api.Test;
@@ -127,6 +128,51 @@ class LeaderLatchTest {
         assertTrue(second.await(Duration.ofSeconds(10)));
         assertEquals(List.of("first isLeader", "first notLeader"), heard, "nothing more for a closed latch");
         second.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aListenerOnADirectExecutorThatAwaitsLeadershipAgainDoesNotHoldBackTheGrant() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("await-in-listener");
+        LeaderLatch latch = new LeaderLatch(zk.newClient(), path, "only");
+        AtomicBoolean ledAgain = new AtomicBoolean();
+        latch.addListener(
+                new LeaderListener() {
+                    @Override
+                    public void isLeader(Lease term) {}
+
+                    @Override
+                    public void notLeader() {
+                        try {
+                            ledAgain.set(latch.await(Duration.ofSeconds(30)));
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                },
+                Runnable::run);
+        latch.start();
+        assertTrue(latch.await(Duration.ofSeconds(10)));
+
+        latch.term().orElseThrow().close(); // gives the term up: the latch queues again, alone, and leads again
+        await().until(ledAgain::get);
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLatchStartedBeforeItsClientIsRefusedAndCanBeStartedOnceTheClientIs() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("start-before-client");
+        CuratorFramework client = zk.unstartedClient();
+        LeaderLatch latch = new LeaderLatch(client, path, "early");
+        IllegalStateException early = assertThrows(IllegalStateException.class, latch::start);
+        assertEquals("the client must be started before acquiring " + path, early.getMessage());
+
+        client.start();
+        latch.start();
+        assertTrue(latch.await(Duration.ofSeconds(10)));
+        latch.close();
+        client.close();
         zk.assertNoLeaks(path);
     }
 
