@@ -49,11 +49,13 @@ import org.apache.zookeeper.data.Stat;
  * pass it once, so the bound can be overshot by at most one write per writing thread (untimed offers through one
  * instance that share a transaction count as one).
  *
- * <p><b>Timeouts.</b> A timed call computes its deadline once, and every wait before its first write ends there:
- * reads, creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. No write is
- * sent while the client is disconnected. Once the first write is on the wire the call sees it through, past the
- * deadline if need be, so that no item is ever written or taken without the caller knowing; the overrun is bounded by
- * the retry policy and the time to reconnect. Any non-negative timeout is accepted; one too long to count in
+ * <p><b>Timeouts.</b> A timed call computes its deadline once, and every wait before its first write ends there: reads,
+ * creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. No write is sent while
+ * the client is disconnected: a call that never waits ({@code offer(item)}, {@code poll()}, {@code drainTo(sink, max)},
+ * a zero timeout) answers at once then, with nothing written or taken, and an untimed {@code put} waits for the
+ * connection, interruptibly, before its write goes out. Once the first write is on the wire the call sees it through,
+ * past the deadline if need be, so that no item is ever written or taken without the caller knowing; the overrun is
+ * bounded by the retry policy and the time to reconnect. Any non-negative timeout is accepted; one too long to count in
  * nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
  *
  * <p>Instances are thread-safe, and all instances on one client and path share one cache of item names, one watch
@@ -121,7 +123,10 @@ public final class DistributedQueue<T> {
         }
     }
 
-    /** Adds the item if there is room; false when the queue is full. Never waits for room. */
+    /**
+     * Adds the item if there is room; false when the queue is full, or when the client is disconnected, and then
+     * nothing was written. Never waits for room or for the connection.
+     */
     public boolean offer(T item) {
         List<byte[]> stored = List.of(encode(item));
         return untimed(() -> producer.write(stored, Deadline.now()), "offering to");
@@ -178,7 +183,10 @@ public final class DistributedQueue<T> {
         }
     }
 
-    /** Removes and returns the first item nobody holds, or null when there is none. Never waits. */
+    /**
+     * Removes and returns the first item nobody holds, or null when there is none, or when the client is
+     * disconnected. Never waits.
+     */
     public T poll() {
         return first(untimed(() -> consumer.take(1, false, Deadline.now()), "polling"));
     }
@@ -213,11 +221,12 @@ public final class DistributedQueue<T> {
 
     /**
      * Moves up to {@code maxItems} items nobody holds into {@code sink}, in queue order, and returns how many. Never
-     * waits for items. Up to {@value QueueConsumer#MAX_BATCH} small items move per round trip of two requests: one
-     * read, and one transaction that removes them all. As with {@link java.util.concurrent.BlockingQueue#drainTo},
-     * if adding to the sink throws, the items already removed in that round may be neither in the queue nor in the
-     * sink. If a later round fails (an item the serializer cannot read, a failed request, an interrupt), the items
-     * already removed are moved and counted, and the next call meets the failure; an interrupt is left set.
+     * waits for items, nor for the connection: 0 while the client is disconnected. Up to
+     * {@value QueueConsumer#MAX_BATCH} small items move per round trip of two requests: one read, and one transaction
+     * that removes them all. As with {@link java.util.concurrent.BlockingQueue#drainTo}, if adding to the sink throws,
+     * the items already removed in that round may be neither in the queue nor in the sink. If a later round fails (an
+     * item the serializer cannot read, a failed request, an interrupt), the items already removed are moved and
+     * counted, and the next call meets the failure; an interrupt is left set.
      *
      * @throws IllegalArgumentException if {@code maxItems} is not positive
      */

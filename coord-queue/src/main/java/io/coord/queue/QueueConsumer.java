@@ -76,8 +76,13 @@ final class QueueConsumer<T> {
         try {
             while (taken.size() < max) {
                 CompletableFuture<Void> seen = items.signal();
-                // Before a name is taken: a write sent while disconnected would be waited for past the deadline.
-                if (deadline.allowsWaiting() && taken.isEmpty() && !queue.context.awaitConnected(deadline)) {
+                // Before a name is taken: a write sent while disconnected would be waited for past the deadline, and a
+                // call that never waits answers at once.
+                if (taken.isEmpty()
+                        && !queue.context.isClosed() // fails the call below
+                        && !(deadline.allowsWaiting()
+                                ? queue.context.awaitConnected(deadline)
+                                : queue.context.isConnected())) {
                     return taken;
                 }
                 List<String> names = items.names()

@@ -102,6 +102,13 @@ final class QueueProducer {
     }
 
     private boolean writeItems(List<byte[]> stored, Deadline deadline) throws InterruptedException {
+        // A call that never waits answers at once while disconnected; one that waits does so before a write goes out,
+        // interruptibly, instead of in a shared transaction Curator holds until the connection is back. A closed
+        // client fails the call, below.
+        if (!queue.context.isClosed()
+                && !(deadline.allowsWaiting() ? queue.context.awaitConnected(deadline) : queue.context.isConnected())) {
+            return false;
+        }
         try {
             checkCounter(deadline);
         } catch (TimeoutException e) {

@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -8,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -83,6 +85,63 @@ class QueueDeadlineTest {
         zk.restartServer();
         assertEquals("b", queue.poll(Duration.ofSeconds(30)), "the cached item was left in place");
         assertNull(queue.poll(), "the offer that timed out wrote nothing");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void callsThatNeverWaitAnswerAtOnceWhileTheServerIsDownAndWriteOrTakeNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("never-wait-down");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.putAll(List.of("a", "b"));
+        assertEquals("a", queue.poll()); // the consumer now caches "b", and the producer knows the count
+        CountDownLatch suspended = suspension(client);
+
+        zk.stopServer();
+        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+
+        assertFalse(endsByItsDeadline(() -> queue.offer("c")), "nothing could be written");
+        assertFalse(endsByItsDeadline(() -> queue.offer("c", Duration.ZERO)));
+        assertNull(endsByItsDeadline(queue::poll), "nothing could be taken");
+        assertNull(endsByItsDeadline(() -> queue.poll(Duration.ZERO)));
+        assertEquals(0, endsByItsDeadline(() -> queue.drainTo(new ArrayList<>(), 10)));
+        assertEquals(Optional.empty(), endsByItsDeadline(() -> queue.claim(Duration.ZERO)));
+
+        zk.restartServer();
+        assertEquals("b", queue.poll(Duration.ofSeconds(30)), "the cached item was left in place");
+        assertNull(queue.poll(), "the offers wrote nothing");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aPutWhileTheServerIsDownWaitsForTheConnectionInterruptiblyAndWritesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("put-down");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.put("a"); // the producer knows the count: the next put needs no read
+        CountDownLatch suspended = suspension(client);
+        zk.stopServer();
+        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+
+        CompletableFuture<Boolean> interrupted = new CompletableFuture<>();
+        Thread putting = new Thread(() -> {
+            try {
+                queue.put("b");
+                interrupted.complete(false);
+            } catch (InterruptedException e) {
+                interrupted.complete(true);
+            } catch (RuntimeException e) {
+                interrupted.completeExceptionally(e);
+            }
+        });
+        putting.start();
+        await().until(() -> putting.getState() == Thread.State.WAITING);
+        putting.interrupt();
+        assertTrue(interrupted.get(BOUND_SECONDS, TimeUnit.SECONDS), "the put gave up on its interrupt");
+
+        zk.restartServer();
+        assertEquals("a", queue.poll(Duration.ofSeconds(30)));
+        assertNull(queue.poll(), "the interrupted put wrote nothing");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
