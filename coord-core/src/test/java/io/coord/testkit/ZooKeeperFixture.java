@@ -234,6 +234,20 @@ public final class ZooKeeperFixture
      * and no request on it may be in flight.
      */
     public void setChildCounter(String path, int creates) throws Exception {
+        serverStat(path).setCversion(creates); // the server's own count of creates, which it numbers children with
+    }
+
+    /**
+     * Sets the data version of {@code path} on the server, as if its data had been set {@code version} times (modulo
+     * 2^32): the 32-bit version wraps, and it takes billions of writes to get there. As for {@link #setChildCounter},
+     * the path must exist and no request on it may be in flight.
+     */
+    public void setDataVersion(String path, int version) throws Exception {
+        serverStat(path).setVersion(version);
+    }
+
+    /** The server's own stat of {@code path}, in its memory. */
+    private StatPersisted serverStat(String path) throws Exception {
         // By reflection throughout: the server's classes carry annotations this build does not have on its path.
         TestingCluster cluster = (TestingCluster) read(ensemble, "cluster");
         Object main = read(cluster.getServers().get(0), "main");
@@ -242,8 +256,7 @@ public final class ZooKeeperFixture
         Object database = server.getClass().getMethod("getZKDatabase").invoke(server);
         Object tree = database.getClass().getMethod("getDataTree").invoke(database);
         Object node = tree.getClass().getMethod("getNode", String.class).invoke(tree, path);
-        StatPersisted stat = (StatPersisted) read(node, "stat");
-        stat.setCversion(creates); // the server's own count of creates, which it numbers children with
+        return (StatPersisted) read(node, "stat");
     }
 
     /** A field of {@code owner}, declared by its class or a superclass. */

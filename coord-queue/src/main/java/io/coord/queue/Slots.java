@@ -51,6 +51,9 @@ final class Slots {
         int version;
         // How many resets its client had found when it was made: one made before the last is most likely gone.
         final long resetsBefore;
+        // The client's connection epoch when its last transaction was sent: a change means Curator may have sent it
+        // again after a lost connection.
+        long sentInEpoch;
 
         private Slot(String path, long resetsBefore) {
             this.path = path;
@@ -132,6 +135,7 @@ final class Slots {
         List<CuratorOp> all = new ArrayList<>(ops.size() + 1);
         all.add(TransactionOps.setData(client, slot.path, slot.version, EMPTY));
         all.addAll(ops);
+        slot.sentInEpoch = queue.context.connectionEpoch();
         return BackgroundRequests.call(
                 queue.context, what, cb -> client.transaction().inBackground(cb).forOperations(all));
     }
@@ -152,6 +156,11 @@ final class Slots {
             return Outcome.landed(null);
         }
         if (failed == 0 && code == Code.NONODE) {
+            if (slot.sentInEpoch != queue.context.connectionEpoch()) {
+                // The connection dropped while it was in flight: this may answer Curator's second send of a
+                // transaction whose first landed before the slot was deleted. Nothing can tell now.
+                throw slotDeleted(slot, what);
+            }
             // Deleted under us: nothing was applied, and the slot is no more. Most likely the whole queue was reset by
             // hand, which took every other slot and maybe the items parent too: the idle slots are left for new ones
             // (those still there are deleted at close with the rest), and the size is counted again.
@@ -192,7 +201,20 @@ final class Slots {
     /** Our transaction, or our settling write, moved the version on by one. */
     private void giveBackMoved(Slot slot) {
         slot.version++;
-        idle.add(slot);
+        giveBackAt(slot);
+    }
+
+    /**
+     * Back to idle at its version, unless that is -1: the 32-bit version wraps there after 2^32 writes, and a write
+     * at version -1 matches any version, so a replay would land again. Such a slot is deleted, and a new one made.
+     */
+    private void giveBackAt(Slot slot) {
+        if (slot.version != -1) {
+            idle.add(slot);
+            return;
+        }
+        created.remove(slot.path);
+        queue.context.deleteGuaranteed(slot.path);
     }
 
     /**
@@ -225,7 +247,7 @@ final class Slots {
                 // Moved on by the transaction, or by an earlier send of this settling write: the slot says which.
                 CuratorEvent read = readSlot(slot, what);
                 slot.version = read.getStat().getVersion();
-                idle.add(slot);
+                giveBackAt(slot);
                 if (slot.version == carried + 1 && Arrays.equals(read.getData(), token)) {
                     return Outcome.failed(-1, Code.CONNECTIONLOSS); // the settle landed, so the transaction never will
                 }

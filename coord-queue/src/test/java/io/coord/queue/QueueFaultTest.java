@@ -53,6 +53,40 @@ class QueueFaultTest {
     }
 
     @Test
+    void aWriteWhoseSlotIsDeletedWhileItsReplyIsLostFailsRatherThanWritingTwice() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-deleted-in-doubt");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .retryPolicy(new RetryNTimes(1_000, 100)));
+        DistributedQueue<String> producer = queue(client, path);
+        producer.offer("warm-up"); // the slot is made, and the count known
+        CuratorFramework admin = zk.newClient();
+        assertEquals("warm-up", queue(admin, path).poll());
+
+        // The transaction lands and its reply is lost; while the producer is cut off, the slots are deleted by hand,
+        // and Curator sends the transaction again once it is back.
+        proxy.loseReplies(true);
+        CompletableFuture<Boolean> offered = Background.call(() -> producer.offer("x"));
+        await().until(() -> admin.getChildren().forPath(path + "/items").size() == 1);
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        for (String slot : admin.getChildren().forPath(path + "/slots")) {
+            admin.delete().forPath(path + "/slots/" + slot);
+        }
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> offered.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(CoordinationException.class, failed.getCause());
+        assertTrue(failed.getCause().getMessage().contains("cannot tell whether a write"), failed.getMessage());
+        assertEquals(1, admin.getChildren().forPath(path + "/items").size(), "written once");
+        assertEquals("x", queue(admin, path).poll());
+        client.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void offersAroundAServerRestartLandExactlyOnce() throws Exception {
         String path = ZooKeeperFixture.uniquePath("restart");
         CuratorFramework producerClient = zk.newClient();

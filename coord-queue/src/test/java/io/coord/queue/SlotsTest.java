@@ -3,6 +3,7 @@ package io.coord.queue;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -58,6 +59,29 @@ class SlotsTest {
 
     private static int items(CuratorFramework client, String path) throws Exception {
         return client.getChildren().forPath(path + "/items").size();
+    }
+
+    @Test
+    void aSlotWhoseVersionWrapsToMinusOneIsNotUsedAgainSinceThatVersionMatchesAny() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-wrap");
+        CuratorFramework client = zk.newClient();
+        SharedQueue shared = shared(client, path);
+        Slots.Slot slot = shared.slots.borrowFully();
+        assertTrue(shared.slots.commit(slot, oneItem(shared, "first"), path).landed());
+
+        // As after 2^32 - 2 writes: the next one moves the version to -1.
+        Slots.Slot worn = shared.slots.borrowFully();
+        assertEquals(slot.path, worn.path);
+        zk.setDataVersion(worn.path, -2);
+        worn.version = -2;
+        assertTrue(
+                shared.slots.commit(worn, oneItem(shared, "at the wrap"), path).landed());
+
+        Slots.Slot next = shared.slots.borrowFully();
+        assertNotEquals(worn.path, next.path, "a write at version -1 would land whatever the version");
+        assertTrue(shared.slots.commit(next, oneItem(shared, "after"), path).landed());
+        await().until(() -> client.checkExists().forPath(worn.path) == null);
+        assertEquals(3, items(client, path));
     }
 
     @Test

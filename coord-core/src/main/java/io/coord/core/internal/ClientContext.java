@@ -364,6 +364,20 @@ public final class ClientContext {
     }
 
     /**
+     * Counts the connection news heard so far. A request answered in the epoch it was sent in was sent once: Curator
+     * sends one again only after a reconnection, and its news of the drop comes first, unless its listener thread lags
+     * a whole reconnection behind.
+     */
+    public long connectionEpoch() {
+        stateLock.lock();
+        try {
+            return connectionEpoch;
+        } finally {
+            stateLock.unlock();
+        }
+    }
+
+    /**
      * Whether the client is connected now. The handle is asked too: a context made before its client connected hears
      * of the connection a moment after the client reports it, and a look taken at once must not be refused for that.
      * A read-only connection does not count, here or in the context's own state: it takes no writes.
