@@ -157,6 +157,31 @@ class MutexFaultTest {
     }
 
     @Test
+    void aSuspectLeaseIsConfirmedBehindASyncSoALaggingServerCannotVouchForIt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("confirm-synced");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = zk.newOutageProofClient();
+        client.getZookeeperClient().setTracerDriver(counter);
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        mutex.acquire();
+        Lease lease = mutex.lease();
+        counter.reset();
+
+        zk.stopServer();
+        await().until(() -> lease.state() == LeaseState.SUSPECT);
+        zk.restartServer();
+        await().atMost(Duration.ofSeconds(20)).until(() -> lease.state() == LeaseState.HELD);
+
+        List<String> kinds = counter.names(lease.path()).stream()
+                .map(name -> name.substring(0, name.indexOf("BuilderImpl")))
+                .toList();
+        assertEquals("Sync", kinds.get(0), kinds::toString);
+        assertTrue(kinds.indexOf("Exists") > 0, kinds::toString);
+        mutex.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void releaseWhileDisconnectedStillDeletesTheZnode() throws Exception {
         String path = ZooKeeperFixture.uniquePath("offline-release");
         ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);

@@ -625,7 +625,7 @@ public final class ClientContext {
         } else if (state == ConnectionState.SUSPENDED || state == ConnectionState.READ_ONLY) {
             List.copyOf(attempts).forEach(Attempt::suspended); // one look cannot wait for the connection
         }
-        toConfirm.forEach(l -> confirm(l, epoch));
+        confirmAll(toConfirm, epoch);
         ready.forEach(internal::execute);
     }
 
@@ -649,7 +649,23 @@ public final class ClientContext {
         }
     }
 
-    /** After a reconnect, a SUSPECT lease is HELD again only if its znode still belongs to this session. */
+    /**
+     * After a reconnect, a SUSPECT lease is HELD again only if its znode still belongs to this session. The server the
+     * client reconnected to may lag behind the leader, and still list a znode deleted meanwhile (a forced revocation):
+     * one sync first, which the reads sent behind it on this session wait for, makes them as fresh as the leader.
+     */
+    private void confirmAll(List<LeaseImpl> leases, long epoch) {
+        if (leases.isEmpty()) {
+            return;
+        }
+        try {
+            client.sync().inBackground((c, event) -> {}).forPath(leases.get(0).path());
+        } catch (Exception e) {
+            log.debug("could not sync before confirming {}", leases.get(0).path(), e);
+        }
+        leases.forEach(lease -> confirm(lease, epoch));
+    }
+
     private void confirm(LeaseImpl lease, long epoch) {
         try {
             client.checkExists()
@@ -680,7 +696,7 @@ public final class ClientContext {
             stateLock.unlock();
         }
         if (retry) {
-            whenConnected(() -> confirm(lease, epoch));
+            whenConnected(() -> confirmAll(List.of(lease), epoch));
         }
     }
 
