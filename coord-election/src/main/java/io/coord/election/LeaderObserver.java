@@ -140,7 +140,8 @@ public final class LeaderObserver implements AutoCloseable {
 
     /**
      * Stops notifying and releases the view, or leaves the children watch, which the server drops once no observer of
-     * this client follows the path. Idempotent.
+     * this client follows the path. That drop removes every children and data watch the client has on the election's
+     * path: a watch of your own on that very path, set through the same client, goes with it. Idempotent.
      */
     @Override
     public void close() {
