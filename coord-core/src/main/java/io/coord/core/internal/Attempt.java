@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.apache.curator.utils.ZKPaths;
@@ -57,6 +58,7 @@ final class Attempt {
     private Phase phase = Phase.ENTERING;
     private int generation;
     private boolean creating; // this generation's create has not answered
+    private boolean checking; // waiting for the path's record to be checked: nothing created yet
     final OwnNodes own = new OwnNodes();
     private Waiting waiting;
 
@@ -80,22 +82,41 @@ final class Attempt {
     }
 
     void start() {
+        PathRecord record = engine.record();
+        if (record != null) {
+            act(todo -> checking = true); // before it is tracked: a session's end must not make it enter unchecked
+        }
         context.track(this);
         if (request.tryOnce() && !context.isConnected()) {
             result.complete(null); // one look cannot be had without a connection; nothing was written
             return;
         }
-        CompletableFuture<Boolean> checked =
-                engine.record() == null ? null : engine.record().check(request.tryOnce());
+        CompletableFuture<Boolean> checked = record == null ? null : record.check(request.tryOnce());
         if (checked == null) {
             act(todo -> {
+                checking = false;
                 if (!isOver()) {
                     enter(todo);
                 }
             });
             return;
         }
-        checked.whenComplete((mayEnter, error) -> act(todo -> {
+        // The check may outlast the attempt (a caller that gives up through an outage): what it holds on to until it
+        // answers is this reference, cleared when the attempt ends, and not the attempt.
+        AtomicReference<Attempt> self = new AtomicReference<>(this);
+        result.whenComplete((lease, error) -> self.set(null));
+        checked.whenComplete((mayEnter, error) -> {
+            Attempt attempt = self.get();
+            if (attempt != null) {
+                attempt.checked(mayEnter, error);
+            }
+        });
+    }
+
+    /** The path's record answered: enter, refuse a one-look whose check lost its connection, or fail. */
+    private void checked(Boolean mayEnter, Throwable error) {
+        act(todo -> {
+            checking = false;
             if (isOver()) {
                 return; // withdrawn while the record was checked: nothing was written
             }
@@ -104,9 +125,9 @@ final class Attempt {
             } else if (mayEnter) {
                 enter(todo);
             } else {
-                finish(null, todo); // a one-look whose check lost its connection
+                finish(null, todo);
             }
-        }));
+        });
     }
 
     /** Tells the observers how the attempt ended, once. */
@@ -129,8 +150,10 @@ final class Attempt {
     /** The session died: its nodes are gone, or going, and its watches with them. Queue again on the next one. */
     void sessionLost() {
         act(todo -> {
-            if (isOver() || (own.exist() && own.session() == context.sessionId())) {
-                return; // done, or already queued on the new session (LOST can arrive late)
+            if (isOver() || checking || (own.exist() && own.session() == context.sessionId())) {
+                // Done, entering once the record's check answers, or already queued on the new session (LOST can
+                // arrive late).
+                return;
             }
             if (waiting != null) {
                 waiting.stop();

@@ -68,8 +68,9 @@ public final class LeaseEngine {
      * Like the other constructors, leaving the path to its primitive, which keeps {@code record} there: each attempt
      * waits for {@link PathRecord#check} before it enters, and a create that finds the path missing asks the record
      * to make it, then creates again, instead of making it as a container. The attempt fails with whatever either
-     * future fails with, and answers an in-doubt {@link org.apache.zookeeper.KeeperException} as a lost connection.
-     * Null makes the path as a container, as the other constructors do.
+     * future fails with, except that it answers an in-doubt {@link org.apache.zookeeper.KeeperException} from
+     * {@link PathRecord#makePath} as a lost connection (a check must see such failures through itself). Null makes
+     * the path as a container, as the other constructors do.
      */
     public LeaseEngine(
             CuratorFramework client,
