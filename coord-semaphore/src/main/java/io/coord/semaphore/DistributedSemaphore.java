@@ -12,7 +12,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
 
@@ -120,8 +119,7 @@ public final class DistributedSemaphore {
      * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the node
      */
     public boolean requestRevocation(Participant holder) {
-        checkRecordToRevoke(holder);
-        return engine.requestRevocation(holder);
+        return mayRevoke(holder) && engine.requestRevocation(holder);
     }
 
     /**
@@ -136,31 +134,30 @@ public final class DistributedSemaphore {
      * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the path
      */
     public boolean forceRevocation(Participant holder) {
-        checkRecordToRevoke(holder);
-        return engine.forceRevocation(holder);
+        return mayRevoke(holder) && engine.forceRevocation(holder);
     }
 
     /**
      * Who holds is judged by this instance's limit, so it must be the recorded one: an instance built with another
-     * would take a waiter for a holder, or a holder for a waiter. Bad input is refused before the check, which may
-     * write the record on first use.
+     * would take a waiter for a holder, or a holder for a waiter. Bad input is refused before the record is read; false
+     * if the path is missing, where nothing holds. Nothing is written: a revocation never makes the path again.
      */
-    private void checkRecordToRevoke(Participant holder) {
+    private boolean mayRevoke(Participant holder) {
         engine.checkRevocable(holder);
         if (record.isVerified()) {
-            return;
+            return true;
         }
         try {
-            if (!record.verifyOnce().get()) {
-                throw new CoordinationException("cannot check the maxLeases record of " + engine.path()
-                        + " before revoking: the connection to ZooKeeper is down");
-            }
+            return record.readForRevoking();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new CoordinationException(
-                    "interrupted while checking the maxLeases record of " + engine.path() + " before revoking", e);
-        } catch (ExecutionException e) {
-            throw recordFailure(e);
+                    "interrupted while reading the maxLeases record of " + engine.path() + " before revoking", e);
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new CoordinationException(
+                    "cannot read the maxLeases record of " + engine.path() + " before revoking: " + e, e);
         }
     }
 
@@ -174,13 +171,5 @@ public final class DistributedSemaphore {
             throw new IllegalArgumentException(
                     "permits must be between 1 and maxLeases (" + maxLeases + "): " + permits);
         }
-    }
-
-    /** What a failed check of the record throws: its refusal as it is, anything else wrapped. */
-    private RuntimeException recordFailure(ExecutionException e) {
-        if (e.getCause() instanceof RuntimeException re) {
-            return re;
-        }
-        return new CoordinationException("cannot check the maxLeases record of " + engine.path(), e.getCause());
     }
 }

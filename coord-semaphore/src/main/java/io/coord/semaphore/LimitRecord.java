@@ -58,7 +58,33 @@ final class LimitRecord implements PathRecord {
      * it.
      */
     CompletableFuture<Boolean> verifyOnce() {
-        return join(false).firstAnswer();
+        Check c = join(false);
+        if (ClientContext.of(client).isConnected()) {
+            c.resumed(); // connected again, though the news of it may not have reached the check yet
+        }
+        return c.firstAnswer();
+    }
+
+    /**
+     * For a revocation, which judges who holds by this instance's limit: reads the record and writes nothing. False
+     * if the path is missing, where nothing can hold; true if it records this limit or none.
+     *
+     * @throws IllegalStateException if it records another limit, or data that is no record
+     */
+    boolean readForRevoking() throws Exception {
+        byte[] data;
+        try {
+            data = client.getData().forPath(path);
+        } catch (KeeperException.NoNodeException e) {
+            return false;
+        }
+        if (data != null && data.length > 0) {
+            IllegalStateException refused = refusal(data);
+            if (refused != null) {
+                throw refused;
+            }
+        }
+        return true;
     }
 
     @Override
@@ -202,21 +228,29 @@ final class LimitRecord implements PathRecord {
                             .forPath(path, encoded()));
             return;
         }
+        IllegalStateException refused = refusal(data);
+        if (refused != null) {
+            c.done.completeExceptionally(refused);
+            return;
+        }
+        c.done.complete(null);
+    }
+
+    /** Why a record refuses this instance: null if it records this limit. */
+    private IllegalStateException refusal(byte[] data) {
         String text = new String(data, StandardCharsets.UTF_8);
         int recorded;
         try {
             recorded = Integer.parseInt(text.trim());
         } catch (NumberFormatException e) {
-            c.done.completeExceptionally(new IllegalStateException(
-                    "the data of " + path + " is not a maxLeases record: \"" + abbreviate(text) + "\""));
-            return;
+            return new IllegalStateException(
+                    "the data of " + path + " is not a maxLeases record: \"" + abbreviate(text) + "\"");
         }
         if (recorded != maxLeases) {
-            c.done.completeExceptionally(new IllegalStateException("semaphore " + path + " records maxLeases "
-                    + recorded + ", but this instance was built with maxLeases " + maxLeases));
-            return;
+            return new IllegalStateException("semaphore " + path + " records maxLeases " + recorded
+                    + ", but this instance was built with maxLeases " + maxLeases);
         }
-        c.done.complete(null);
+        return null;
     }
 
     private void create(Check c) {

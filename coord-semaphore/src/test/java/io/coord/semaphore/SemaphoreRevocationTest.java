@@ -3,6 +3,7 @@ package io.coord.semaphore;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -102,6 +103,24 @@ class SemaphoreRevocationTest {
 
         held.close();
         waiting.get(10, TimeUnit.SECONDS).close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void revokingOnADeletedPathAnswersFalseAndDoesNotMakeThePathAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-deleted-path");
+        CuratorFramework admin = zk.newClient();
+        DistributedSemaphore semaphore = new DistributedSemaphore(zk.newClient(), path, 1);
+        Lease held = semaphore.acquire();
+        Participant holder = semaphore.participants().get(0);
+        held.close();
+        await().until(() -> admin.getChildren().forPath(path).isEmpty());
+        admin.delete().forPath(path); // retired by hand
+
+        DistributedSemaphore late = new DistributedSemaphore(zk.newClient(), path, 1);
+        assertFalse(late.forceRevocation(holder));
+        assertFalse(late.requestRevocation(holder));
+        assertNull(admin.checkExists().forPath(path), "a revocation never makes the path");
         zk.assertNoLeaks(path);
     }
 
