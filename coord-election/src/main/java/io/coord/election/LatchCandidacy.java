@@ -14,6 +14,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -64,12 +65,14 @@ final class LatchCandidacy {
     }
 
     void start() {
-        engine.checkUsable(); // before the phase moves: a latch started before its client can be started again
         SuspensionPolicy clientPolicy = SuspensionPolicy.of(engine.client());
         lock.lock();
         try {
             if (phase != Phase.LATENT) {
                 throw new IllegalStateException("already started: " + name + " is " + phase);
+            }
+            if (engine.client().getState() == CuratorFrameworkState.LATENT) {
+                engine.checkUsable(); // throws before the phase moves: started once the client is, it joins then
             }
             policy = clientPolicy;
             moveTo(Phase.WAITING);

@@ -173,6 +173,8 @@ class LeaderLatchTest {
         assertTrue(latch.await(Duration.ofSeconds(10)));
         latch.close();
         client.close();
+        assertThrows(
+                IllegalStateException.class, latch::start, "started once, and closed: whatever the client's state");
         zk.assertNoLeaks(path);
     }
 
