@@ -53,7 +53,7 @@ import java.util.function.UnaryOperator;
  */
 public final class CoordMetrics implements MeterBinder, AutoCloseable {
     private final UnaryOperator<String> pathTag;
-    // Guards bound and gauges, so that a close() and a bindTo() racing it leave either no observer or a live one.
+    // Guards bound, so that a close() and a bindTo() racing it leave either no observer or a live one.
     private final ReentrantLock lock = new ReentrantLock();
     private final Map<MeterRegistry, MeterObserver> bound = new IdentityHashMap<>();
     /**
@@ -76,7 +76,8 @@ public final class CoordMetrics implements MeterBinder, AutoCloseable {
 
     /**
      * Starts updating {@code registry}'s meters. Binding again to a registry already bound does nothing; binding after
-     * {@link #close()} takes up the meters where they were.
+     * {@link #close()} takes up the meters where they were. Two instances bound to one registry at once both count
+     * everything; one bound after another's close takes up its meters.
      */
     @Override
     public void bindTo(MeterRegistry registry) {
