@@ -50,13 +50,13 @@ import org.apache.zookeeper.data.Stat;
  * instance that share a transaction count as one).
  *
  * <p><b>Timeouts.</b> A timed call computes its deadline once, and every wait before its first write ends there: reads,
- * creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. No write is sent while
- * the client is disconnected: a call that never waits ({@code offer(item)}, {@code poll()}, {@code drainTo(sink, max)},
- * a zero timeout) answers at once then, with nothing written or taken, and an untimed {@code put} waits for the
- * connection, interruptibly, before its write goes out. Once the first write is on the wire the call sees it through,
- * past the deadline if need be, so that no item is ever written or taken without the caller knowing; the overrun is
- * bounded by the retry policy and the time to reconnect. Any non-negative timeout is accepted; one too long to count in
- * nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
+ * creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. No call starts a write
+ * while the client is disconnected: a zero timeout answers at once then (false, null, empty), {@code offer(item)},
+ * {@code poll()} and {@code drainTo(sink, max)}, which never wait, throw {@link CoordinationException}, and an untimed
+ * {@code put} waits for the connection, interruptibly, before it joins a write. Once the first write is on the wire the
+ * call sees it through, past the deadline if need be, so that no item is ever written or taken without the caller
+ * knowing; the overrun is bounded by the retry policy and the time to reconnect. Any non-negative timeout is accepted;
+ * one too long to count in nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
  *
  * <p>Instances are thread-safe, and all instances on one client and path share one cache of item names, one watch
  * and one set of write slots. A namespace facade ({@code client.usingNamespace(ns)}) works like any client, with the
@@ -124,8 +124,8 @@ public final class DistributedQueue<T> {
     }
 
     /**
-     * Adds the item if there is room; false when the queue is full, or when the client is disconnected, and then
-     * nothing was written. Never waits for room or for the connection.
+     * Adds the item if there is room; false when the queue is full. Never waits, for room or for the connection: while
+     * the client is disconnected it throws {@link CoordinationException}, and nothing was written.
      */
     public boolean offer(T item) {
         List<byte[]> stored = List.of(encode(item));
@@ -184,8 +184,8 @@ public final class DistributedQueue<T> {
     }
 
     /**
-     * Removes and returns the first item nobody holds, or null when there is none, or when the client is
-     * disconnected. Never waits.
+     * Removes and returns the first item nobody holds, or null when there is none. Never waits: while the client is
+     * disconnected it throws {@link CoordinationException}, and nothing was taken.
      */
     public T poll() {
         return first(untimed(() -> consumer.take(1, false, Deadline.now()), "polling"));
@@ -221,7 +221,8 @@ public final class DistributedQueue<T> {
 
     /**
      * Moves up to {@code maxItems} items nobody holds into {@code sink}, in queue order, and returns how many. Never
-     * waits for items, nor for the connection: 0 while the client is disconnected. Up to
+     * waits, for items or for the connection: while the client is disconnected it throws
+     * {@link CoordinationException}, and nothing was taken. Up to
      * {@value QueueConsumer#MAX_BATCH} small items move per round trip of two requests: one read, and one transaction
      * that removes them all. As with {@link java.util.concurrent.BlockingQueue#drainTo}, if adding to the sink throws,
      * the items already removed in that round may be neither in the queue nor in the sink. If a later round fails (an
@@ -303,6 +304,11 @@ public final class DistributedQueue<T> {
 
     /** Runs a call made with {@link Deadline#now()}, which never waits interruptibly. */
     private <V> V untimed(Untimed<V> call, String action) {
+        if (queue.started() && !queue.context.isConnected()) {
+            // Nothing to wait with, and a write sent now would be waited for until the connection is back.
+            throw new CoordinationException("not " + action + " " + queue.layout.items()
+                    + ": the client is not connected to ZooKeeper, and this call does not wait");
+        }
         try {
             return call.call();
         } catch (InterruptedException e) {

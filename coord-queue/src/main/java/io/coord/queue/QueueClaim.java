@@ -243,12 +243,20 @@ final class QueueClaim<T> implements Claim<T> {
         if (marker == null || marker.equals(provenBy)) {
             return marker;
         }
-        if (queue.claimOwner(queue.layout.claim(name)) != session) {
-            queue.items.released(name, session);
+        if (releasedUnlessOurs(queue.layout.claim(name))) {
             return null;
         }
         provenBy = marker;
         return marker;
+    }
+
+    /** The name is back in play here if the claim node is not ours (any more); true if so. */
+    private boolean releasedUnlessOurs(String claimPath) {
+        if (queue.claimOwner(claimPath) != session) {
+            queue.items.released(name, session);
+            return true;
+        }
+        return false;
     }
 
     /**
@@ -304,6 +312,14 @@ final class QueueClaim<T> implements Claim<T> {
             }
             if (queue.context.sessionId() != session) {
                 withdraw(queue, name, provenBy); // nothing sent landed, and the session may live on at the server
+            }
+        } catch (Slots.WriteInDoubt e) {
+            // The release may have landed: the claim node says. A name held for good would hide the item from this
+            // client's consumers until the session ends.
+            try {
+                releasedUnlessOurs(claimPath);
+            } catch (RuntimeException again) {
+                log.debug("release of {} left to its session's end", claimPath, again);
             }
         } catch (RuntimeException e) {
             log.debug("release of {} left to its session's end", claimPath, e);

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.zookeeper.CreateMode;
@@ -41,6 +42,9 @@ final class QueueConsumer<T> {
 
     private final SharedQueue queue;
     private final QueueSerializer<T> serializer;
+    // A removal whose outcome nobody can learn, met by a round after others had taken items: the call returned those,
+    // and the next call throws this, since a read cannot bring the failure back as it brings back an unreadable item.
+    private final AtomicReference<Slots.WriteInDoubt> owed = new AtomicReference<>();
 
     QueueConsumer(SharedQueue queue, QueueSerializer<T> serializer) {
         this.queue = queue;
@@ -59,6 +63,10 @@ final class QueueConsumer<T> {
         long startedAt = System.nanoTime();
         List<Taken<T>> taken = List.of();
         try {
+            Slots.WriteInDoubt failure = owed.getAndSet(null);
+            if (failure != null) {
+                throw failure;
+            }
             taken = takeItems(max, claim, deadline);
             return taken;
         } finally { // a call that throws is a call too, having taken nothing
@@ -79,10 +87,9 @@ final class QueueConsumer<T> {
                 // Before a name is taken: a write sent while disconnected would be waited for past the deadline, and a
                 // call that never waits answers at once.
                 if (taken.isEmpty()
-                        && !queue.context.isClosed() // fails the call below
-                        && !(deadline.allowsWaiting()
-                                ? queue.context.awaitConnected(deadline)
-                                : queue.context.isConnected())) {
+                        && (deadline.allowsWaiting()
+                                ? !queue.context.awaitConnected(deadline)
+                                : queue.started() && !queue.context.isConnected())) {
                     return taken;
                 }
                 List<String> names = items.names()
@@ -132,6 +139,8 @@ final class QueueConsumer<T> {
             // and the interrupt flag is kept).
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
+            } else if (e instanceof Slots.WriteInDoubt inDoubt) {
+                owed.set(inDoubt);
             }
             return taken;
         } finally {

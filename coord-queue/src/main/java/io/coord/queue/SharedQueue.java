@@ -14,6 +14,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.data.Stat;
 
@@ -68,6 +69,14 @@ final class SharedQueue {
         this.slots = new Slots(this);
         this.marker = new SessionMarker(this);
         this.counts = new SingleFlight<>(this::readCount);
+    }
+
+    /**
+     * Whether the client is started and not closed: only then does a missing connection mean waiting for it. A call on
+     * a client never started, or closed, goes on to fail as such.
+     */
+    boolean started() {
+        return context.client().getState() == CuratorFrameworkState.STARTED && !context.isClosed();
     }
 
     /** Creates the parents that are missing; they are never deleted by the queue. */

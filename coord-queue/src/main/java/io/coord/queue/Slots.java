@@ -54,6 +54,8 @@ final class Slots {
         // The client's connection epoch when its last transaction was sent: a change means Curator may have sent it
         // again after a lost connection.
         long sentInEpoch;
+        // Kept after a create in doubt: it may never have been made, and then no transaction of it can have landed.
+        boolean maybeMissing;
 
         private Slot(String path, long resetsBefore) {
             this.path = path;
@@ -156,7 +158,7 @@ final class Slots {
             return Outcome.landed(null);
         }
         if (failed == 0 && code == Code.NONODE) {
-            if (slot.sentInEpoch != queue.context.connectionEpoch()) {
+            if (!slot.maybeMissing && slot.sentInEpoch != queue.context.connectionEpoch()) {
                 // The connection dropped while it was in flight: this may answer Curator's second send of a
                 // transaction whose first landed before the slot was deleted. Nothing can tell now.
                 throw slotDeleted(slot, what);
@@ -200,6 +202,7 @@ final class Slots {
 
     /** Our transaction, or our settling write, moved the version on by one. */
     private void giveBackMoved(Slot slot) {
+        slot.maybeMissing = false; // it exists, or did when the write landed
         slot.version++;
         giveBackAt(slot);
     }
@@ -291,12 +294,22 @@ final class Slots {
         }
     }
 
-    private CoordinationException slotDeleted(Slot slot, String what) {
+    private WriteInDoubt slotDeleted(Slot slot, String what) {
         created.remove(slot.path);
         resets.incrementAndGet();
+        idle.clear();
         queue.resetFound();
-        return new CoordinationException("cannot tell whether a write to " + what + " landed: its slot " + slot.path
+        return new WriteInDoubt("cannot tell whether a write to " + what + " landed: its slot " + slot.path
                 + " was deleted by something other than the queue");
+    }
+
+    /** A write whose outcome nobody can learn any more: its slot was deleted while the outcome was in doubt. */
+    static final class WriteInDoubt extends CoordinationException {
+        private static final long serialVersionUID = 1L;
+
+        WriteInDoubt(String message) {
+            super(message);
+        }
     }
 
     private Slot create(Deadline deadline) throws InterruptedException, TimeoutException {
@@ -344,6 +357,7 @@ final class Slots {
      */
     private void adopt(Slot slot, Code code) {
         if (code == Code.OK || code == Code.NODEEXISTS || ResultCodes.isInDoubt(code)) {
+            slot.maybeMissing = ResultCodes.isInDoubt(code);
             giveBack(slot);
         }
     }

@@ -4,8 +4,10 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.CoordinationException;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
@@ -100,12 +102,24 @@ class QueueDeadlineTest {
         zk.stopServer();
         assertTrue(suspended.await(10, TimeUnit.SECONDS));
 
-        assertFalse(endsByItsDeadline(() -> queue.offer("c")), "nothing could be written");
-        assertFalse(endsByItsDeadline(() -> queue.offer("c", Duration.ZERO)));
-        assertNull(endsByItsDeadline(queue::poll), "nothing could be taken");
-        assertNull(endsByItsDeadline(() -> queue.poll(Duration.ZERO)));
-        assertEquals(0, endsByItsDeadline(() -> queue.drainTo(new ArrayList<>(), 10)));
+        assertFalse(endsByItsDeadline(() -> queue.offer("c", Duration.ZERO)), "nothing could be written");
+        assertNull(endsByItsDeadline(() -> queue.poll(Duration.ZERO)), "nothing could be taken");
         assertEquals(Optional.empty(), endsByItsDeadline(() -> queue.claim(Duration.ZERO)));
+        // Untimed calls that never wait say false or null only for a full or empty queue: they fail instead.
+        String notConnected = ": the client is not connected to ZooKeeper, and this call does not wait";
+        assertEquals(
+                "not offering to " + path + "/items" + notConnected,
+                endsByItsDeadline(() -> assertThrows(CoordinationException.class, () -> queue.offer("c")))
+                        .getMessage());
+        assertEquals(
+                "not polling " + path + "/items" + notConnected,
+                endsByItsDeadline(() -> assertThrows(CoordinationException.class, queue::poll))
+                        .getMessage());
+        assertEquals(
+                "not draining " + path + "/items" + notConnected,
+                endsByItsDeadline(() ->
+                                assertThrows(CoordinationException.class, () -> queue.drainTo(new ArrayList<>(), 10)))
+                        .getMessage());
 
         zk.restartServer();
         assertEquals("b", queue.poll(Duration.ofSeconds(30)), "the cached item was left in place");

@@ -53,6 +53,92 @@ class QueueFaultTest {
     }
 
     @Test
+    void aDrainWhoseLaterRoundCannotTellIfItLandedReturnsWhatItTookAndItsNextCallFails() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-in-doubt");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework admin = zk.newClient();
+        List<String> items = new ArrayList<>();
+        for (int i = 0; i < 150; i++) {
+            items.add("item-" + i);
+        }
+        queue(admin, path).putAll(items);
+        // The second round's removal lands and its reply is lost: the serializer turns replies off as it reads that
+        // round's first item, before the removal is sent.
+        AtomicBoolean armed = new AtomicBoolean(true);
+        QueueSerializer<String> losing = new QueueSerializer<>() {
+            @Override
+            public byte[] serialize(String item) {
+                return item.getBytes(StandardCharsets.UTF_8);
+            }
+
+            @Override
+            public String deserialize(byte[] bytes) {
+                String item = new String(bytes, StandardCharsets.UTF_8);
+                if (item.equals("item-100") && armed.compareAndSet(true, false)) {
+                    proxy.loseReplies(true);
+                }
+                return item;
+            }
+        };
+        DistributedQueue<String> consumer =
+                DistributedQueue.builder(client, path, losing).build();
+        CompletableFuture<List<String>> drained = Background.call(() -> {
+            List<String> sink = new ArrayList<>();
+            consumer.drainTo(sink, 150);
+            return sink;
+        });
+        await().until(() -> admin.getChildren().forPath(path + "/items").isEmpty());
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        for (String slot : admin.getChildren().forPath(path + "/slots")) {
+            admin.delete().forPath(path + "/slots/" + slot);
+        }
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+
+        assertEquals(items.subList(0, 100), drained.get(30, TimeUnit.SECONDS), "the first round's items go out");
+        CoordinationException owed =
+                assertThrows(CoordinationException.class, () -> consumer.drainTo(new ArrayList<>(), 10));
+        assertTrue(owed.getMessage().contains("cannot tell whether a write"), owed.getMessage());
+        assertEquals(0, consumer.drainTo(new ArrayList<>(), 10), "the failure is told once");
+        client.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aReleaseThatCannotTellIfItLandedLooksAtTheClaimSoTheItemIsNotHiddenFromItsOwnClient() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("release-in-doubt");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework admin = zk.newClient();
+        DistributedQueue<String> consumer = queue(client, path);
+        queue(admin, path).offer("x");
+        Claim<String> claim = consumer.claim(Duration.ofSeconds(10)).orElseThrow();
+
+        // The release lands and its reply is lost; the slots are deleted while the consumer is cut off.
+        proxy.loseReplies(true);
+        CompletableFuture<Void> closed = CompletableFuture.runAsync(claim::close);
+        await().until(() -> admin.getChildren().forPath(path + "/claims").isEmpty());
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        for (String slot : admin.getChildren().forPath(path + "/slots")) {
+            admin.delete().forPath(path + "/slots/" + slot);
+        }
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+        closed.get(30, TimeUnit.SECONDS);
+
+        assertEquals("x", consumer.poll(Duration.ofSeconds(20)), "back in play for its own client too");
+        client.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aWriteWhoseSlotIsDeletedWhileItsReplyIsLostFailsRatherThanWritingTwice() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-deleted-in-doubt");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));

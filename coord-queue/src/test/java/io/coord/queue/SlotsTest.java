@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -82,6 +83,30 @@ class SlotsTest {
         assertTrue(shared.slots.commit(next, oneItem(shared, "after"), path).landed());
         await().until(() -> client.checkExists().forPath(worn.path) == null);
         assertEquals(3, items(client, path));
+    }
+
+    @Test
+    void aMissingSlotAnsweredAfterConnectionNewsCannotTellUnlessItsCreateWasInDoubt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-missing");
+        CuratorFramework client = zk.newClient();
+        SharedQueue shared = shared(client, path);
+        Slots.Slot known = shared.slots.borrowFully();
+        client.delete().forPath(known.path);
+        CuratorEvent reply =
+                shared.slots.send(known, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
+        known.sentInEpoch--; // as if the connection had dropped while it was in flight
+        assertThrows(Slots.WriteInDoubt.class, () -> shared.slots.outcome(known, reply, path));
+
+        // A slot kept after a create in doubt may never have been made: nothing of it can have landed.
+        Slots.Slot doubtful = shared.slots.borrowFully();
+        client.delete().forPath(doubtful.path);
+        doubtful.maybeMissing = true;
+        CuratorEvent again =
+                shared.slots.send(doubtful, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
+        doubtful.sentInEpoch--;
+        Slots.Outcome outcome = shared.slots.outcome(doubtful, again, path);
+        assertFalse(outcome.landed());
+        assertEquals(0, items(client, path));
     }
 
     @Test
