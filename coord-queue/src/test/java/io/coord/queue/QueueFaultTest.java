@@ -44,6 +44,28 @@ class QueueFaultTest {
         return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
     }
 
+    /** A client through {@code proxy} whose session outlives an outage, and whose retries outlast it. */
+    private static CuratorFramework outageProofThrough(ZooKeeperProxy proxy) throws InterruptedException {
+        return zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .retryPolicy(new RetryNTimes(1_000, 100)));
+    }
+
+    /**
+     * Cuts the client behind {@code proxy} off, deletes the queue's write slots by hand meanwhile, and lets the client
+     * back, with its replies: a write whose reply was lost is then sent again, onto a missing slot.
+     */
+    private static void deleteSlotsWhileCutOff(ZooKeeperProxy proxy, CuratorFramework admin, String path)
+            throws Exception {
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        for (String slot : admin.getChildren().forPath(path + "/slots")) {
+            admin.delete().forPath(path + "/slots/" + slot);
+        }
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+    }
+
     private static List<String> drain(DistributedQueue<String> queue) {
         List<String> items = new ArrayList<>();
         for (String item = queue.poll(); item != null; item = queue.poll()) {
@@ -56,9 +78,7 @@ class QueueFaultTest {
     void aDrainWhoseLaterRoundCannotTellIfItLandedReturnsWhatItTookAndItsNextCallFails() throws Exception {
         String path = ZooKeeperFixture.uniquePath("drain-in-doubt");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework client = outageProofThrough(proxy);
         CuratorFramework admin = zk.newClient();
         List<String> items = new ArrayList<>();
         for (int i = 0; i < 150; i++) {
@@ -91,13 +111,7 @@ class QueueFaultTest {
             return sink;
         });
         await().until(() -> admin.getChildren().forPath(path + "/items").isEmpty());
-        proxy.refuseConnections(true);
-        proxy.cutConnections();
-        for (String slot : admin.getChildren().forPath(path + "/slots")) {
-            admin.delete().forPath(path + "/slots/" + slot);
-        }
-        proxy.loseReplies(false);
-        proxy.refuseConnections(false);
+        deleteSlotsWhileCutOff(proxy, admin, path);
 
         assertEquals(items.subList(0, 100), drained.get(30, TimeUnit.SECONDS), "the first round's items go out");
         CoordinationException owed =
@@ -112,9 +126,7 @@ class QueueFaultTest {
     void aReleaseThatCannotTellIfItLandedLooksAtTheClaimSoTheItemIsNotHiddenFromItsOwnClient() throws Exception {
         String path = ZooKeeperFixture.uniquePath("release-in-doubt");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework client = outageProofThrough(proxy);
         CuratorFramework admin = zk.newClient();
         DistributedQueue<String> consumer = queue(client, path);
         queue(admin, path).offer("x");
@@ -124,13 +136,7 @@ class QueueFaultTest {
         proxy.loseReplies(true);
         CompletableFuture<Void> closed = CompletableFuture.runAsync(claim::close);
         await().until(() -> admin.getChildren().forPath(path + "/claims").isEmpty());
-        proxy.refuseConnections(true);
-        proxy.cutConnections();
-        for (String slot : admin.getChildren().forPath(path + "/slots")) {
-            admin.delete().forPath(path + "/slots/" + slot);
-        }
-        proxy.loseReplies(false);
-        proxy.refuseConnections(false);
+        deleteSlotsWhileCutOff(proxy, admin, path);
         closed.get(30, TimeUnit.SECONDS);
 
         assertEquals("x", consumer.poll(Duration.ofSeconds(20)), "back in play for its own client too");
@@ -142,9 +148,7 @@ class QueueFaultTest {
     void aWriteWhoseSlotIsDeletedWhileItsReplyIsLostFailsRatherThanWritingTwice() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-deleted-in-doubt");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework client = outageProofThrough(proxy);
         DistributedQueue<String> producer = queue(client, path);
         producer.offer("warm-up"); // the slot is made, and the count known
         CuratorFramework admin = zk.newClient();
@@ -155,13 +159,7 @@ class QueueFaultTest {
         proxy.loseReplies(true);
         CompletableFuture<Boolean> offered = Background.call(() -> producer.offer("x"));
         await().until(() -> admin.getChildren().forPath(path + "/items").size() == 1);
-        proxy.refuseConnections(true);
-        proxy.cutConnections();
-        for (String slot : admin.getChildren().forPath(path + "/slots")) {
-            admin.delete().forPath(path + "/slots/" + slot);
-        }
-        proxy.loseReplies(false);
-        proxy.refuseConnections(false);
+        deleteSlotsWhileCutOff(proxy, admin, path);
 
         ExecutionException failed = assertThrows(ExecutionException.class, () -> offered.get(30, TimeUnit.SECONDS));
         assertInstanceOf(CoordinationException.class, failed.getCause());
