@@ -152,7 +152,9 @@ public final class DistributedQueue<T> {
      * Adds all the items in one transaction, so that either all of them are in the queue, together and in order, or
      * none is. Waits for room for the whole batch. A batch that could never be written is rejected with
      * {@link IllegalArgumentException} before anything is written: one larger than the capacity, or one whose
-     * transaction would exceed the request size ZooKeeper accepts ({@code jute.maxbuffer}).
+     * transaction would exceed the request size ZooKeeper accepts ({@code jute.maxbuffer}), counting the ACL the
+     * client's {@code ACLProvider} gives each item. The server's {@code jute.maxbuffer} must be no smaller than this
+     * JVM's.
      */
     public void putAll(Collection<? extends T> items) throws InterruptedException {
         Objects.requireNonNull(items, "items must not be null");

@@ -31,6 +31,8 @@ final class ItemCodec {
     private static final int REQUEST_OVERHEAD = 1024;
     // Per create in a transaction: its header, length prefixes, flags and an allowance for the ACL.
     private static final int OP_OVERHEAD = 256;
+    // The part of that allowance an ACL may take; a larger one is counted on top (the open ACL takes 27 bytes).
+    private static final int ACL_ALLOWANCE = 64;
     // A reply's header, vector length and Stat, with room to spare.
     private static final int REPLY_OVERHEAD = 1024;
 
@@ -52,7 +54,11 @@ final class ItemCodec {
 
     /** What a create of one item with {@code payloadBytes} of serialized data adds to a request. */
     static long requestBytes(Layout layout, int payloadBytes) {
-        return (long) OP_OVERHEAD + layout.itemPathBytes() + HEADER_BYTES + payloadBytes;
+        return (long) OP_OVERHEAD
+                + Math.max(0, layout.aclBytes() - ACL_ALLOWANCE)
+                + layout.itemPathBytes()
+                + HEADER_BYTES
+                + payloadBytes;
     }
 
     /** The most the creates of one request may add up to, leaving room for the rest of the request. */

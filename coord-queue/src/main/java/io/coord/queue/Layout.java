@@ -1,10 +1,19 @@
 package io.coord.queue;
 
 import io.coord.core.SequenceNode;
+import io.coord.core.internal.TransactionOps;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.UUID;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.utils.ZKPaths;
+import org.apache.jute.BinaryOutputArchive;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.Op;
 
 /**
  * Where a queue keeps its znodes:
@@ -26,6 +35,8 @@ final class Layout {
     static final String ITEM_PREFIX = "qn-";
     static final String SMALL_ITEM_PREFIX = "qs-";
     private static final int SEQUENCE_DIGITS = 10;
+    // The open ACL as a request carries it: the list's length, then world:anyone's permissions, scheme and id.
+    private static final int OPEN_ACL_BYTES = 4 + 4 + (4 + "world".length()) + (4 + "anyone".length());
 
     private final String items;
     private final String claims;
@@ -33,7 +44,10 @@ final class Layout {
     private final String sessions;
     private final int itemPathBytes;
     private final int slotPathBytes;
+    private final CuratorFramework client; // null: creates carry the open ACL
+    private volatile int aclBytes = -1; // measured on first use, once the client is started
 
+    /** The layout under {@code path} for a client whose item creates carry the open ACL. */
     Layout(String path, String namespace) {
         this.items = ZKPaths.makePath(path, "items");
         this.claims = ZKPaths.makePath(path, "claims");
@@ -42,6 +56,36 @@ final class Layout {
         // Sizes as the server sees them: with the namespace, and with the sequence the server appends.
         this.itemPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, itemPrefix(false))) + SEQUENCE_DIGITS;
         this.slotPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, newSlot()));
+        this.client = null;
+    }
+
+    /** The layout under {@code path} for {@code client}, whose ACL provider says what each item create carries. */
+    Layout(String path, CuratorFramework client) {
+        this.items = ZKPaths.makePath(path, "items");
+        this.claims = ZKPaths.makePath(path, "claims");
+        this.slots = ZKPaths.makePath(path, "slots");
+        this.sessions = ZKPaths.makePath(path, "sessions");
+        this.itemPathBytes =
+                utf8Length(ZKPaths.fixForNamespace(client.getNamespace(), itemPrefix(false))) + SEQUENCE_DIGITS;
+        this.slotPathBytes = utf8Length(ZKPaths.fixForNamespace(client.getNamespace(), newSlot()));
+        this.client = client;
+    }
+
+    /**
+     * What the ACL takes in an item create of {@code client}: the create is built as every item create is, which puts
+     * the provider's ACL for the path in it, and measured as it would be sent, less its path, its empty data and its
+     * flags.
+     */
+    private static int itemAclBytes(CuratorFramework client, String prefix) {
+        Op create = TransactionOps.create(client, prefix, CreateMode.PERSISTENT_SEQUENTIAL, new byte[0])
+                .get();
+        ByteArrayOutputStream sent = new ByteArrayOutputStream();
+        try {
+            create.toRequestRecord().serialize(BinaryOutputArchive.getArchive(sent), "request");
+        } catch (IOException e) {
+            throw new UncheckedIOException("measuring a create of " + prefix, e);
+        }
+        return sent.size() - (4 + utf8Length(create.getPath())) - 4 - 4;
     }
 
     String items() {
@@ -92,6 +136,23 @@ final class Layout {
 
     int slotPathBytes() {
         return slotPathBytes;
+    }
+
+    /**
+     * What the ACL adds to each item create. A client not started yet cannot build a create to measure: the call that
+     * asks fails anyway, and the open ACL stands in until a started client is measured.
+     */
+    int aclBytes() {
+        int known = aclBytes;
+        if (known >= 0) {
+            return known;
+        }
+        if (client == null || client.getState() != CuratorFrameworkState.STARTED) {
+            return OPEN_ACL_BYTES;
+        }
+        known = itemAclBytes(client, itemPrefix(false));
+        aclBytes = known;
+        return known;
     }
 
     /** An item name, or empty for anything else a hand outside the queue left under items. */

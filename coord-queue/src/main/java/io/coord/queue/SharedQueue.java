@@ -64,7 +64,7 @@ final class SharedQueue {
     private SharedQueue(ClientContext context, String path) {
         this.path = path;
         this.context = context;
-        this.layout = new Layout(path, context.client().getNamespace());
+        this.layout = new Layout(path, context.client());
         this.items = new ItemsWatch(context, layout, this::forgetCount);
         this.slots = new Slots(this);
         this.marker = new SessionMarker(this);

@@ -1,6 +1,7 @@
 package io.coord.queue;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,6 +12,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.ACLProvider;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -159,6 +164,41 @@ class QueueArgumentsTest {
         assertEquals(max, back.length);
         assertEquals(7, back[max - 1]);
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aBatchThatFitsOnlyWithoutItsLongAclIsRejectedBeforeAnyWrite() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("acl-batch");
+        // Every create carries the open ACL and four long digest ids: about 650 bytes more than the open ACL alone.
+        List<ACL> acl = new ArrayList<>(List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone"))));
+        for (int i = 0; i < 4; i++) {
+            acl.add(new ACL(ZooDefs.Perms.READ, new Id("digest", "reader-" + i + "-" + "x".repeat(140) + ":hash")));
+        }
+        CuratorFramework client = zk.newCustomClient(b -> b.aclProvider(new ACLProvider() {
+            @Override
+            public List<ACL> getDefaultAcl() {
+                return acl;
+            }
+
+            @Override
+            public List<ACL> getAclForPath(String p) {
+                return acl;
+            }
+        }));
+        DistributedQueue<byte[]> queue =
+                DistributedQueue.builder(client, path, QueueSerializer.bytes()).build();
+        // As many 100-byte items as fit in one request when each create carries only the open ACL.
+        Layout open = new Layout(path, "");
+        int items = Math.toIntExact(ItemCodec.requestLimit(open) / ItemCodec.requestBytes(open, 100));
+        List<byte[]> batch = new ArrayList<>();
+        for (int i = 0; i < items; i++) {
+            batch.add(new byte[100]);
+        }
+
+        String error = message(IllegalArgumentException.class, () -> queue.putAll(batch));
+        assertTrue(error.startsWith("a batch of " + items + " items needs about "), error);
+        assertNull(client.checkExists().forPath(path), "nothing written");
+        zk.assertNoLeaks(path);
     }
 
     @Test
