@@ -139,8 +139,8 @@ final class Layout {
     }
 
     /**
-     * What the ACL adds to each item create. A client not started yet cannot build a create to measure: the call that
-     * asks fails anyway, and the open ACL stands in until a started client is measured.
+     * What the ACL adds to each item create, measured on a started client (one never started cannot build a create,
+     * and a queue call on it is refused first); the open ACL stands in until then.
      */
     int aclBytes() {
         int known = aclBytes;
@@ -150,7 +150,11 @@ final class Layout {
         if (client == null || client.getState() != CuratorFrameworkState.STARTED) {
             return OPEN_ACL_BYTES;
         }
-        known = itemAclBytes(client, itemPrefix(false));
+        try {
+            known = itemAclBytes(client, itemPrefix(false));
+        } catch (IllegalStateException e) {
+            return OPEN_ACL_BYTES; // closed since: the call fails further on, as on any closed client
+        }
         aclBytes = known;
         return known;
     }

@@ -60,6 +60,7 @@ final class QueueConsumer<T> {
      * waits, and reads the children once, after the call, if it knows of no item.
      */
     List<Taken<T>> take(int max, boolean claim, Deadline deadline) throws InterruptedException {
+        queue.checkStarted();
         long startedAt = System.nanoTime();
         List<Taken<T>> taken = List.of();
         try {
@@ -81,15 +82,14 @@ final class QueueConsumer<T> {
         ItemsWatch items = queue.items;
         boolean waiting = false;
         boolean listed = false;
+        if (!deadline.allowsWaiting() && queue.started() && !queue.context.isConnected()) {
+            return taken; // a call that never waits answers at once; once under way, it is seen through
+        }
         try {
             while (taken.size() < max) {
                 CompletableFuture<Void> seen = items.signal();
-                // Before a name is taken: a write sent while disconnected would be waited for past the deadline, and a
-                // call that never waits answers at once.
-                if (taken.isEmpty()
-                        && (deadline.allowsWaiting()
-                                ? !queue.context.awaitConnected(deadline)
-                                : queue.started() && !queue.context.isConnected())) {
+                // Before a name is taken: a write sent while disconnected would be waited for past the deadline.
+                if (deadline.allowsWaiting() && taken.isEmpty() && !queue.context.awaitConnected(deadline)) {
                     return taken;
                 }
                 List<String> names = items.names()
@@ -152,6 +152,7 @@ final class QueueConsumer<T> {
 
     /** The first item nobody holds, left in place: one multi-read of the item and its claim per name looked at. */
     T peek() {
+        queue.checkStarted();
         NameCache names = queue.items.names();
         boolean listed = false;
         while (true) {

@@ -90,6 +90,7 @@ final class QueueProducer {
      * the caller learns whether the items landed.
      */
     boolean write(List<byte[]> stored, Deadline deadline) throws InterruptedException {
+        queue.checkStarted();
         long startedAt = System.nanoTime();
         boolean landed = false;
         try {

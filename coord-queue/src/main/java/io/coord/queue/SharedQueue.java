@@ -72,11 +72,18 @@ final class SharedQueue {
     }
 
     /**
-     * Whether the client is started and not closed: only then does a missing connection mean waiting for it. A call on
-     * a client never started, or closed, goes on to fail as such.
+     * Whether the client is started and not closed: only then does a missing connection mean waiting for it. A closed
+     * client fails the call further on, with {@link CoordinationException}.
      */
     boolean started() {
         return context.client().getState() == CuratorFrameworkState.STARTED && !context.isClosed();
+    }
+
+    /** Refuses a call on a client never started, as the locks do, before it waits or writes anything. */
+    void checkStarted() {
+        if (context.client().getState() == CuratorFrameworkState.LATENT) {
+            throw new IllegalStateException("the client must be started before using the queue at " + path);
+        }
     }
 
     /** Creates the parents that are missing; they are never deleted by the queue. */

@@ -173,6 +173,7 @@ final class Slots {
             return Outcome.failed(-1, code);
         }
         if (failed > 0) {
+            slot.maybeMissing = false; // its setData passed: it exists
             idle.add(slot); // failed as a whole, so the version is unchanged
             return Outcome.failed(failed - 1, code);
         }
@@ -249,6 +250,7 @@ final class Slots {
             if (code == Code.BADVERSION) {
                 // Moved on by the transaction, or by an earlier send of this settling write: the slot says which.
                 CuratorEvent read = readSlot(slot, what);
+                slot.maybeMissing = false;
                 slot.version = read.getStat().getVersion();
                 giveBackAt(slot);
                 if (slot.version == carried + 1 && Arrays.equals(read.getData(), token)) {

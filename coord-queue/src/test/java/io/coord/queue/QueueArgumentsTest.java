@@ -202,6 +202,23 @@ class QueueArgumentsTest {
     }
 
     @Test
+    void aClientNeverStartedIsRefusedBeforeAnyCallWaitsOrWrites() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("never-started");
+        DistributedQueue<String> queue = DistributedQueue.builder(zk.unstartedClient(), path, QueueSerializer.utf8())
+                .build();
+        String refusal = "the client must be started before using the queue at " + path;
+
+        assertEquals(refusal, message(IllegalStateException.class, () -> queue.offer("x")));
+        assertEquals(refusal, message(IllegalStateException.class, () -> queue.offer("x", Duration.ofSeconds(1))));
+        assertEquals(refusal, message(IllegalStateException.class, () -> queue.put("x")));
+        assertEquals(refusal, message(IllegalStateException.class, () -> queue.putAll(List.of("x"))));
+        assertEquals(refusal, message(IllegalStateException.class, queue::poll));
+        assertEquals(refusal, message(IllegalStateException.class, () -> queue.claim(Duration.ZERO)));
+        assertEquals(refusal, message(IllegalStateException.class, queue::peek));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void serializerThatReturnsNullIsReported() throws Exception {
         QueueSerializer<String> broken = new QueueSerializer<>() {
             @Override

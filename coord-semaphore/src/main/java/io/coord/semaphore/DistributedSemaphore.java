@@ -153,6 +153,9 @@ public final class DistributedSemaphore {
             Thread.currentThread().interrupt();
             throw new CoordinationException(
                     "interrupted while reading the maxLeases record of " + engine.path() + " before revoking", e);
+        } catch (IllegalStateException e) {
+            engine.checkUsable(); // closed while it waited: Curator says so with IllegalStateException
+            throw e; // the record's refusal
         } catch (RuntimeException e) {
             throw e;
         } catch (Exception e) {

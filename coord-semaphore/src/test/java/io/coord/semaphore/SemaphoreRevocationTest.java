@@ -3,21 +3,26 @@ package io.coord.semaphore;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -121,6 +126,39 @@ class SemaphoreRevocationTest {
         assertFalse(late.forceRevocation(holder));
         assertFalse(late.requestRevocation(holder));
         assertNull(admin.checkExists().forPath(path), "a revocation never makes the path");
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void closingTheClientWhileARevocationReadsTheRecordFailsWithCoordinationException() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-closed");
+        DistributedSemaphore semaphore = new DistributedSemaphore(zk.newClient(), path, 1);
+        Lease held = semaphore.acquire();
+        Participant holder = semaphore.participants().get(0);
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework askerClient = zk.newCustomClient(
+                b -> b.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(1_000, 100)));
+        DistributedSemaphore asker = new DistributedSemaphore(askerClient, path, 1); // its record is not checked yet
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+
+        CompletableFuture<Boolean> asked = new CompletableFuture<>();
+        Thread asking = new Thread(() -> {
+            try {
+                asked.complete(asker.forceRevocation(holder));
+            } catch (RuntimeException e) {
+                asked.completeExceptionally(e);
+            }
+        });
+        asking.setDaemon(true);
+        asking.start();
+        await().until(() -> asking.getState() == Thread.State.TIMED_WAITING); // inside Curator's retries
+        askerClient.close();
+
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> asked.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(CoordinationException.class, failed.getCause());
+        assertTrue(held.isValid(), "nothing was revoked");
+        held.close();
         zk.assertNoLeaks(path);
     }
 
