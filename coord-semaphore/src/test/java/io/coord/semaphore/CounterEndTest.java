@@ -42,6 +42,9 @@ class CounterEndTest {
         DistributedSemaphore first = new DistributedSemaphore(zk.newClient(), path, 2);
         DistributedSemaphore late = new DistributedSemaphore(zk.newClient(), path, 2);
         first.acquireAsync(1).get(10, TimeUnit.SECONDS).close(); // makes the path
+        // The close's delete goes out in the background: the server's count is set only once it has been applied,
+        // since a request in flight carries the count it found.
+        await().until(() -> admin.getChildren().forPath(path).isEmpty());
         zk.setChildCounter(path, Integer.MAX_VALUE - 1);
 
         Lease held = first.acquireAsync(1).get(10, TimeUnit.SECONDS);
