@@ -354,6 +354,29 @@ class ReentrantMutexTest {
         zk.assertNoLeaks(second);
     }
 
+    @Test
+    void aOneLookRefusedWhileAnotherThreadHoldsIsGrantedRightAfterItsRelease() throws Exception {
+        // The refused look's node must be gone before the caller hears "no": its next look, sent right after the
+        // holder's release, must not find it still queued ahead of itself.
+        String path = ZooKeeperFixture.uniquePath("look-after-refusal");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        for (int round = 0; round < 200; round++) {
+            mutex.acquire();
+            assertFalse(threads.submit(() -> mutex.acquire(Duration.ZERO)).get(10, TimeUnit.SECONDS));
+            mutex.release();
+            boolean granted = threads.submit(() -> {
+                        boolean got = mutex.acquire(Duration.ZERO);
+                        if (got) {
+                            mutex.release();
+                        }
+                        return got;
+                    })
+                    .get(10, TimeUnit.SECONDS);
+            assertTrue(granted, "refused in round " + round);
+        }
+        zk.assertNoLeaks(path);
+    }
+
     private static List<String> ids(List<Participant> participants) {
         return participants.stream().map(Participant::id).toList();
     }

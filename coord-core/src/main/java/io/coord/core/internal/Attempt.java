@@ -32,9 +32,9 @@ final class Attempt {
     enum Phase {
         ENTERING,
         WAITING,
-        /** Granted, refused (a one-look attempt) or failed: the result is set. */
+        /** Granted: the result is set. */
         DONE,
-        /** Given up by the caller (timeout, interrupt, cancel): whatever it created is being deleted. */
+        /** Refused (a one-look attempt), failed or given up by the caller: whatever it created is being deleted. */
         WITHDRAWN
     }
 
@@ -328,9 +328,11 @@ final class Attempt {
     }
 
     void finish(LeaseImpl lease, List<Runnable> todo) {
-        phase = Phase.DONE;
-        if (waiting != null) {
-            waiting.stop(); // none yet if the attempt ends before it entered
+        if (lease == null) {
+            withdrawing(todo); // its deletes go out before the caller hears, so that its next look cannot meet them
+        } else {
+            phase = Phase.DONE;
+            waiting.stop();
         }
         todo.add(() -> {
             if (lease != null && !result.isDone()) {
@@ -345,17 +347,26 @@ final class Attempt {
 
     // ---- leaving ----
 
-    /** Deletes whatever this attempt created. Runs once the result is anything but a lease. */
+    /** Deletes whatever this attempt created, if that is not under way yet. Runs once the result is not a lease. */
     private void withdraw() {
-        act(todo -> {
-            phase = Phase.WITHDRAWN;
-            generation++; // a create still in flight now finds itself stale and deletes what it made
-            if (waiting != null) {
-                waiting.stop();
-            }
-            List<String> deleting = deleteOurs(todo);
-            sweepLater(todo, false, deleting);
-        });
+        act(this::withdrawing);
+    }
+
+    /**
+     * Under the lock: deletes whatever this attempt created, once. A refusal or failure does it before it sets the
+     * result, so that the caller's next attempt is sent after these deletes and cannot find its own nodes queued.
+     */
+    private void withdrawing(List<Runnable> todo) {
+        if (phase == Phase.WITHDRAWN) {
+            return;
+        }
+        phase = Phase.WITHDRAWN;
+        generation++; // a create still in flight now finds itself stale and deletes what it made
+        if (waiting != null) {
+            waiting.stop(); // none yet if the attempt ends before it entered
+        }
+        List<String> deleting = deleteOurs(todo);
+        sweepLater(todo, false, deleting);
     }
 
     /**
@@ -469,9 +480,7 @@ final class Attempt {
     }
 
     private void failAs(RuntimeException error, List<Runnable> todo) {
-        if (phase != Phase.WITHDRAWN) {
-            phase = Phase.DONE;
-        }
+        withdrawing(todo);
         todo.add(() -> result.completeExceptionally(error));
     }
 
