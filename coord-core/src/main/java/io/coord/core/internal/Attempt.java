@@ -480,7 +480,9 @@ final class Attempt {
     }
 
     private void failAs(RuntimeException error, List<Runnable> todo) {
-        withdrawing(todo);
+        if (phase != Phase.DONE) {
+            withdrawing(todo); // a failure after the grant leaves the lease's nodes alone: its result is set
+        }
         todo.add(() -> result.completeExceptionally(error));
     }
 
