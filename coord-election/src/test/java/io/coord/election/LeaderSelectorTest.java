@@ -3,6 +3,7 @@ package io.coord.election;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
@@ -82,6 +83,22 @@ class LeaderSelectorTest {
         for (int i = 1; i < epochs.size(); i++) {
             assertTrue(epochs.get(i) > epochs.get(i - 1), "epochs " + epochs);
         }
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aSelectorStartedBeforeItsClientIsRefusedAndCanBeStartedOnceTheClientIs() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("selector-before-client");
+        CuratorFramework client = zk.unstartedClient();
+        CompletableFuture<String> led = new CompletableFuture<>();
+        LeaderSelector selector = new LeaderSelector(client, path, "early", term -> led.complete("led"));
+        IllegalStateException early = assertThrows(IllegalStateException.class, selector::start);
+        assertEquals("the client must be started before acquiring " + path, early.getMessage());
+
+        client.start();
+        selector.start();
+        assertEquals("led", led.get(10, TimeUnit.SECONDS));
+        selector.close();
         zk.assertNoLeaks(path);
     }
 
