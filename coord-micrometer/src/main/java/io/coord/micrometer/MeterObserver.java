@@ -112,7 +112,7 @@ final class MeterObserver implements Observer {
 
     /**
      * The count behind one pending gauge, made on first use and kept as long as the registry. The gauge is registered
-     * with it at every start, a lookup once it is there, so that one removed from the registry comes back.
+     * with it at every start and end, a lookup once it is there, so that one removed from the registry comes back.
      */
     private AtomicInteger pendingOf(Tags tags) {
         AtomicInteger count = pending.computeIfAbsent(tags, t -> new AtomicInteger());

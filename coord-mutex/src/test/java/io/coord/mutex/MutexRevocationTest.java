@@ -11,6 +11,7 @@ import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
+import io.coord.testkit.Background;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.RequestCounter;
@@ -257,18 +258,8 @@ class MutexRevocationTest {
         proxy.refuseConnections(true);
         proxy.cutConnections();
 
-        CompletableFuture<Boolean> asked = new CompletableFuture<>();
-        Thread asking = new Thread(() -> {
-            try {
-                asked.complete(asker.requestRevocation(first));
-            } catch (RuntimeException e) {
-                asked.completeExceptionally(e);
-            }
-        });
-        asking.setDaemon(true);
-        asking.start();
         // Waiting inside Curator's retries for a connection, past coord's own check that the client is open.
-        await().until(() -> asking.getState() == Thread.State.TIMED_WAITING);
+        CompletableFuture<Boolean> asked = Background.callUntilItSleeps(() -> asker.requestRevocation(first));
         askerClient.close();
 
         ExecutionException failed = assertThrows(ExecutionException.class, () -> asked.get(30, TimeUnit.SECONDS));

@@ -12,6 +12,7 @@ import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
+import io.coord.testkit.Background;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
@@ -142,17 +143,8 @@ class SemaphoreRevocationTest {
         proxy.refuseConnections(true);
         proxy.cutConnections();
 
-        CompletableFuture<Boolean> asked = new CompletableFuture<>();
-        Thread asking = new Thread(() -> {
-            try {
-                asked.complete(asker.forceRevocation(holder));
-            } catch (RuntimeException e) {
-                asked.completeExceptionally(e);
-            }
-        });
-        asking.setDaemon(true);
-        asking.start();
-        await().until(() -> asking.getState() == Thread.State.TIMED_WAITING); // inside Curator's retries
+        // Waiting inside Curator's retries for a connection, past coord's own check that the client is open.
+        CompletableFuture<Boolean> asked = Background.callUntilItSleeps(() -> asker.forceRevocation(holder));
         askerClient.close();
 
         ExecutionException failed = assertThrows(ExecutionException.class, () -> asked.get(30, TimeUnit.SECONDS));
