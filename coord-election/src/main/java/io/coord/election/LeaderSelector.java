@@ -77,7 +77,9 @@ public final class LeaderSelector implements AutoCloseable {
     /**
      * Re-enter the election after each term from now on, at the back of the queue: queued again before the term's
      * node is deleted, so that selectors which all requeue take turns in one order, each leading once per round (a
-     * term that ends while its client is disconnected may lose its place).
+     * term that ends while its client is disconnected may lose its place). An attempt that fails without leading
+     * (ZooKeeper refuses its create, say: not a lost connection or session, which it rides out) is logged and not
+     * made again, since it would fail the same way: {@link #requeue()} tries again.
      */
     public void autoRequeue() {
         terms.autoRequeue();
