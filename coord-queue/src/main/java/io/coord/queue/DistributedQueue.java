@@ -52,11 +52,13 @@ import org.apache.zookeeper.data.Stat;
  * <p><b>Timeouts.</b> A timed call computes its deadline once, and every wait before its first write ends there: reads,
  * creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. No call starts a write
  * while the client is disconnected: a zero timeout answers at once then (false, null, empty), {@code offer(item)},
- * {@code poll()} and {@code drainTo(sink, max)}, which never wait, throw {@link CoordinationException}, and an untimed
- * {@code put} waits for the connection, interruptibly, before it joins a write. Once the first write is on the wire the
- * call sees it through, past the deadline if need be, so that no item is ever written or taken without the caller
- * knowing; the overrun is bounded by the retry policy and the time to reconnect. Any non-negative timeout is accepted;
- * one too long to count in nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
+ * {@code poll()}, {@code drainTo(sink, max)}, {@code peek()}, {@code element()}, {@code size()} and {@code
+ * isEmpty()}, which never wait, throw {@link CoordinationException}, and an untimed {@code put} waits for the
+ * connection, interruptibly, before it joins a write. A timeout already over when the call begins (a few
+ * nanoseconds) is a zero timeout: the call still looks once. Once the first write is on the wire the call sees it
+ * through, past the deadline if need be, so that no item is ever written or taken without the caller knowing; the
+ * overrun is bounded by the retry policy and the time to reconnect. Any non-negative timeout is accepted; one too
+ * long to count in nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
  *
  * <p>Instances are thread-safe, and all instances on one client and path share one cache of item names, one watch
  * and one set of write slots. A namespace facade ({@code client.usingNamespace(ns)}) works like any client, with the
@@ -139,8 +141,8 @@ public final class DistributedQueue<T> {
      * description).
      */
     public boolean offer(T item, Duration timeout) throws InterruptedException {
-        Arguments.timeout(timeout);
-        return producer.write(List.of(encode(item)), Deadline.after(timeout));
+        Deadline deadline = within(timeout); // checked before the item is encoded
+        return producer.write(List.of(encode(item)), deadline);
     }
 
     /** Adds the item, waiting as long as it takes for room. */
@@ -199,8 +201,7 @@ public final class DistributedQueue<T> {
      * outcome and returns the item if it was taken (see Timeouts in the class description).
      */
     public T poll(Duration timeout) throws InterruptedException {
-        Arguments.timeout(timeout);
-        return first(consumer.take(1, false, Deadline.after(timeout)));
+        return first(consumer.take(1, false, within(timeout)));
     }
 
     /** Removes and returns the first item nobody holds, waiting as long as it takes. */
@@ -248,13 +249,12 @@ public final class DistributedQueue<T> {
      */
     public int drainTo(Collection<? super T> sink, int maxItems, Duration timeout) throws InterruptedException {
         checkSink(sink, maxItems);
-        Arguments.timeout(timeout);
-        return moveTo(sink, consumer.take(maxItems, false, Deadline.after(timeout)));
+        return moveTo(sink, consumer.take(maxItems, false, within(timeout)));
     }
 
     /** The first item nobody holds, left in place; null when there is none. */
     public T peek() {
-        return consumer.peek();
+        return untimed(consumer::peek, "peeking at");
     }
 
     /**
@@ -272,7 +272,12 @@ public final class DistributedQueue<T> {
 
     /** Items in the queue, claimed ones included: the item parent's child count, one read. */
     public int size() {
-        Stat stat = BackgroundRequests.awaitFully(queue.counts.next(), queue.layout.items());
+        Stat stat = untimed(
+                () -> {
+                    queue.checkStarted();
+                    return BackgroundRequests.awaitFully(queue.counts.next(), queue.layout.items());
+                },
+                "counting the items of");
         return stat == null ? 0 : stat.getNumChildren();
     }
 
@@ -289,14 +294,22 @@ public final class DistributedQueue<T> {
      * description).
      */
     public Optional<Claim<T>> claim(Duration timeout) throws InterruptedException {
-        Arguments.timeout(timeout);
-        List<QueueConsumer.Taken<T>> taken = consumer.take(1, true, Deadline.after(timeout));
+        List<QueueConsumer.Taken<T>> taken = consumer.take(1, true, within(timeout));
         return taken.isEmpty() ? Optional.empty() : Optional.of(taken.get(0).claim());
     }
 
     @Override
     public String toString() {
         return "DistributedQueue[" + path + ", capacity " + capacity + "]";
+    }
+
+    /**
+     * A timed call's deadline. One already passed when the call begins (a timeout of a few nanoseconds) is a zero
+     * timeout, so that the call still looks once.
+     */
+    private static Deadline within(Duration timeout) {
+        Deadline deadline = Deadline.after(Arguments.timeout(timeout));
+        return deadline.allowsWaiting() && deadline.expired() ? Deadline.now() : deadline;
     }
 
     @FunctionalInterface

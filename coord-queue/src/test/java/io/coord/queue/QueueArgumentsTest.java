@@ -215,6 +215,9 @@ class QueueArgumentsTest {
         assertEquals(refusal, message(IllegalStateException.class, queue::poll));
         assertEquals(refusal, message(IllegalStateException.class, () -> queue.claim(Duration.ZERO)));
         assertEquals(refusal, message(IllegalStateException.class, queue::peek));
+        assertEquals(refusal, message(IllegalStateException.class, queue::element));
+        assertEquals(refusal, message(IllegalStateException.class, queue::size));
+        assertEquals(refusal, message(IllegalStateException.class, queue::isEmpty));
         zk.assertNoLeaks(path);
     }
 
