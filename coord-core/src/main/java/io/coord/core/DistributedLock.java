@@ -27,7 +27,10 @@ public interface DistributedLock {
     void acquire() throws InterruptedException;
 
     /**
-     * Like {@link #acquire()} but gives up after {@code timeout}; {@link Duration#ZERO} looks at the queue once.
+     * Like {@link #acquire()} but gives up after {@code timeout}; {@link Duration#ZERO} looks at the queue once. A
+     * timeout that runs out before the queue was looked at once (one shorter than a round trip) still gets that look,
+     * as {@code tryLock} with a timeout gets a free {@link java.util.concurrent.locks.ReentrantLock}; like a zero
+     * timeout's, the look ends refused if the connection drops.
      *
      * @return whether the current thread now holds the lock
      */

@@ -377,6 +377,31 @@ class ReentrantMutexTest {
         zk.assertNoLeaks(path);
     }
 
+    @Test
+    void aTimeoutShorterThanARoundTripStillLooksOnceAndLeavesNothingQueued() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("tiny-timeout");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        Duration tiny = Duration.ofNanos(1);
+        for (int round = 0; round < 50; round++) {
+            // Free: granted, as tryLock with a timeout gets a free ReentrantLock, though the create takes longer.
+            assertTrue(mutex.acquire(tiny), "free, yet refused in round " + round);
+            // Held by another thread: refused, and its node is gone before the call returns, whatever the timing.
+            assertFalse(threads.submit(() -> mutex.acquire(tiny)).get(10, TimeUnit.SECONDS));
+            mutex.release();
+            assertTrue(
+                    threads.submit(() -> {
+                                boolean got = mutex.acquire(Duration.ZERO);
+                                if (got) {
+                                    mutex.release();
+                                }
+                                return got;
+                            })
+                            .get(10, TimeUnit.SECONDS),
+                    "refused after the release in round " + round);
+        }
+        zk.assertNoLeaks(path);
+    }
+
     private static List<String> ids(List<Participant> participants) {
         return participants.stream().map(Participant::id).toList();
     }

@@ -76,7 +76,8 @@ public final class DistributedSemaphore {
     /**
      * Waits up to {@code timeout} for all {@code permits}, the first use's check of the recorded limit included;
      * {@link Duration#ZERO} looks once, and answers empty at once while the client is disconnected, or as soon as the
-     * look loses its connection.
+     * look loses its connection. A timeout that runs out before that one look (one shorter than a round trip) still
+     * gets it.
      */
     public Optional<Lease> tryAcquire(int permits, Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);

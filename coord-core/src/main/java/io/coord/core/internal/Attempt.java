@@ -59,6 +59,9 @@ final class Attempt {
     private int generation;
     private boolean creating; // this generation's create has not answered
     private boolean checking; // waiting for the path's record to be checked: nothing created yet
+    // A timed caller's deadline passed before the first decision: the attempt ends at that decision.
+    private volatile boolean lastLook;
+    private boolean decidedOnce; // the queue has been looked at once: granted, or told to wait
     final OwnNodes own = new OwnNodes();
     private Waiting waiting;
 
@@ -137,6 +140,35 @@ final class Attempt {
         }
     }
 
+    /** Whether the attempt ends at its first decision: a one-look call, or a timed one that is out of time. */
+    boolean looksOnce() {
+        return request.tryOnce() || lastLook;
+    }
+
+    /**
+     * The caller's deadline passed before the queue was looked at once (its create, say, had not answered): the
+     * attempt then ends at its first decision, as a one-look attempt does, so that a timeout shorter than a round
+     * trip gets what a zero timeout gets, the lock if it is free, as Curator's and java.util.concurrent's locks give
+     * it. False if the attempt has been told to wait already, or is over: then the caller gives up. The look is
+     * bounded as a one-look attempt's is: it ends refused once the connection drops.
+     */
+    boolean lookOnceMore() {
+        AtomicBoolean looking = new AtomicBoolean();
+        act(todo -> {
+            if (decidedOnce || isOver()) {
+                return; // it was told to wait, and may have queued again since (a new session): that was its look
+            }
+            looking.set(true);
+            lastLook = true;
+            if (!context.isConnected()) {
+                finish(null, todo); // one look cannot be had without a connection
+            } else if (!creating && !checking && own.exist()) {
+                waiting.evaluate(todo, false); // a view not ready yet: one look now, as a one-look attempt has
+            }
+        });
+        return looking.get();
+    }
+
     /** The caller withdraws, for the reason given; false if the result was set first. */
     boolean giveUp(Observer.AcquireOutcome why) {
         gaveUp = why;
@@ -158,7 +190,7 @@ final class Attempt {
             if (waiting != null) {
                 waiting.stop();
             }
-            if (request.tryOnce()) {
+            if (looksOnce()) {
                 finish(null, todo);
             } else {
                 enter(todo);
@@ -172,7 +204,7 @@ final class Attempt {
      * end decides for them.
      */
     void suspended() {
-        if (request.tryOnce()) {
+        if (looksOnce()) {
             act(todo -> {
                 if (!isOver()) {
                     finish(null, todo);
@@ -303,11 +335,12 @@ final class Attempt {
 
     /** What the queue says, however it was learnt. */
     void decided(Decision decision, boolean woken, List<Runnable> todo) {
+        decidedOnce = true;
         if (decision.granted()) {
             grant(todo);
             return;
         }
-        if (request.tryOnce()) {
+        if (looksOnce()) {
             finish(null, todo);
             return;
         }
@@ -443,7 +476,7 @@ final class Attempt {
     }
 
     void retry(int gen, List<Runnable> todo, Consumer<List<Runnable>> step) {
-        if (request.tryOnce()) {
+        if (looksOnce()) {
             finish(null, todo);
             return;
         }

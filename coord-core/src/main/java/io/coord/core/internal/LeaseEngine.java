@@ -197,7 +197,7 @@ public final class LeaseEngine {
         Attempt attempt = start(new Attempt.Request(nodes, grant, tryOnce));
         try {
             // A one-look attempt always ends by itself, granted or refused.
-            return tryOnce ? attempt.result.get() : deadline.await(attempt.result);
+            return tryOnce ? attempt.result.get() : awaitOrLookOnce(attempt, deadline);
         } catch (TimeoutException e) {
             return cancelOrTake(attempt, Observer.AcquireOutcome.TIMED_OUT);
         } catch (ExecutionException e) {
@@ -205,6 +205,22 @@ public final class LeaseEngine {
         } catch (InterruptedException | RuntimeException | Error e) {
             withdraw(attempt, e);
             throw e;
+        }
+    }
+
+    /**
+     * Waits for the attempt until the deadline; then, if it has not looked at the queue once yet (its create, say,
+     * was still unanswered), for that one look, which ends by itself as a one-look attempt does.
+     */
+    private static LeaseImpl awaitOrLookOnce(Attempt attempt, Deadline deadline)
+            throws InterruptedException, ExecutionException, TimeoutException {
+        try {
+            return deadline.await(attempt.result);
+        } catch (TimeoutException e) {
+            if (!attempt.lookOnceMore()) {
+                throw e;
+            }
+            return attempt.result.get();
         }
     }
 

@@ -63,7 +63,7 @@ final class ViewWaiting implements Waiting, PathView.Member, PathView.NodeListen
                 view.evaluate(own.last(), own.session(), own.allPrefixes(), own.names(), attempt.request.predicate());
         switch (verdict.kind()) {
             case NOT_READY -> {
-                if (attempt.request.tryOnce()) {
+                if (attempt.looksOnce()) {
                     attempt.fallBack(this, todo); // one look now, not after a reconnect
                 }
             }
