@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.Lease;
 import io.coord.core.Participant;
 import io.coord.mutex.ReentrantMutex;
+import io.coord.rwlock.ReadWriteMutex;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
@@ -20,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -142,6 +144,31 @@ class CuratorInteropIT {
 
     private <T> T onCuratorThread(java.util.concurrent.Callable<T> call) throws Exception {
         return curatorThread.submit(call).get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void aCoordReaderWaitsForACuratorWriterOnItsPath() throws Exception {
+        // The two read/write locks name their nodes differently and must not share a path (Curator's side does not
+        // see coord's nodes), but coord's reader at least never passes a writer it cannot read the kind of.
+        String path = ZooKeeperFixture.uniquePath("interop-rwlock");
+        CuratorFramework coordClient = cluster.newClient();
+        ReadWriteMutex coord = new ReadWriteMutex(coordClient, path, "coord");
+        InterProcessReadWriteLock curator = new InterProcessReadWriteLock(cluster.newClient(), path);
+
+        assertTrue(onCuratorThread(() -> curator.writeLock().acquire(10, TimeUnit.SECONDS)));
+        try {
+            assertFalse(coord.readLock().acquire(Duration.ofMillis(200)));
+        } finally {
+            onCuratorThread(() -> {
+                curator.writeLock().release();
+                return null;
+            });
+        }
+        assertTrue(coord.readLock().acquire(Duration.ofSeconds(10)), "free again once Curator released");
+        coord.readLock().release();
+
+        cluster.assertNoLeaks(coordClient, path);
+        cluster.closeClientsAndAssertNoLeaks(path);
     }
 
     @Test

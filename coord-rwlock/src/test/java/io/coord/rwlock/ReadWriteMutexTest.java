@@ -16,12 +16,16 @@ import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.CreateMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -142,6 +146,27 @@ class ReadWriteMutexTest {
     }
 
     @Test
+    void aReaderWaitsBehindANodeOfAnotherKindOnItsPath() throws Exception {
+        // Curator's InterProcessReadWriteLock names its writers __WRIT__, and a mutex sharing the path names its
+        // holders lock-: a reader cannot tell whether either holds a lock it must respect, so it waits for them.
+        String path = ZooKeeperFixture.uniquePath("foreign");
+        CuratorFramework other = zk.newClient();
+        ReadWriteMutex rw = new ReadWriteMutex(zk.newClient(), path);
+        for (String foreign : List.of("__WRIT__", "lock-")) {
+            String node = other.create()
+                    .creatingParentContainersIfNeeded()
+                    .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                    .forPath(path + "/_c_" + UUID.randomUUID() + "-" + foreign);
+            assertFalse(rw.readLock().acquire(Duration.ZERO), "passed a " + foreign + " node");
+            Future<Boolean> waiting = threads.submit(() -> acquireAndRelease(rw.readLock(), Duration.ofSeconds(20)));
+            await().until(() -> other.getChildren().forPath(path).size() == 2); // queued behind it
+            other.delete().forPath(node);
+            assertTrue(waiting.get(30, TimeUnit.SECONDS));
+        }
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void upgradeIsRefusedAtOnce() throws Exception {
         String path = ZooKeeperFixture.uniquePath("upgrade");
         ReadWriteMutex rw = new ReadWriteMutex(zk.newClient(), path);
@@ -153,6 +178,12 @@ class ReadWriteMutexTest {
                         + " and would wait behind itself for the write lock; release the read lock first",
                 e.getMessage());
         assertThrows(IllegalStateException.class, () -> rw.writeLock().acquire(Duration.ZERO));
+        // Through the Lock view, tryLock answers false, as ReentrantReadWriteLock's write lock does for a reader;
+        // lock() throws rather than wait behind itself for ever.
+        Lock write = rw.writeLock().asLock();
+        assertFalse(write.tryLock());
+        assertFalse(write.tryLock(1, TimeUnit.SECONDS));
+        assertThrows(IllegalStateException.class, write::lock);
         assertEquals(1, rw.readLock().participants().size());
         rw.readLock().release();
         zk.assertNoLeaks(path);

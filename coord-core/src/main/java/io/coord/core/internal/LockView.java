@@ -26,16 +26,20 @@ final class LockView implements Lock {
         lock.acquire();
     }
 
-    /** Takes a free lock whatever the interrupt flag says, as ReentrantLock's tryLock() does. */
+    /**
+     * Takes a free lock whatever the interrupt flag says, as ReentrantLock's tryLock() does. A write lock whose read
+     * lock the thread holds answers false, as ReentrantReadWriteLock's does: it could only wait behind itself.
+     */
     @Override
     public boolean tryLock() {
-        return ignoringInterrupts(() -> lock.acquire(Duration.ZERO));
+        return !lock.wouldWaitBehindItself() && ignoringInterrupts(() -> lock.acquire(Duration.ZERO));
     }
 
+    /** Like {@link #tryLock()}; false at once where that answers false without a look. */
     @Override
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
         checkInterrupt();
-        return lock.acquire(Duration.ofNanos(Math.max(0, unit.toNanos(time))));
+        return !lock.wouldWaitBehindItself() && lock.acquire(Duration.ofNanos(Math.max(0, unit.toNanos(time))));
     }
 
     @FunctionalInterface

@@ -201,6 +201,15 @@ public final class ThreadBoundLock implements DistributedLock {
         return false;
     }
 
+    /**
+     * Whether the current thread holds this write lock's read lock and not the write lock itself: an acquisition
+     * would wait behind itself, and {@link #acquire} refuses it.
+     */
+    boolean wouldWaitBehindItself() {
+        Thread me = Thread.currentThread();
+        return readPartner != null && liveHold(me) == null && readPartner.liveHold(me) != null;
+    }
+
     /** The thread's hold while its lease has not ended; null once it has, whatever releases are still owed. */
     private Hold liveHold(Thread thread) {
         Hold hold = holds.get(thread);
