@@ -54,6 +54,7 @@ final class SelectorTerms {
     // Whether observers were told that the task leads, and not yet that it stopped: told as the task starts, and as
     // its term stops leading or the task returns, whichever comes first.
     private boolean reportedLeading;
+    private Lease stoppedUnreported; // a term that stopped leading after its task was handed it, before it was reported
     private final TermRequest request;
 
     SelectorTerms(LeaseEngine engine, String name, LeadershipTask task) {
@@ -242,6 +243,9 @@ final class SelectorTerms {
             try {
                 if (lease == term && leaderThread != null) {
                     leaderThread.interrupt();
+                    if (!reportedLeading) {
+                        stoppedUnreported = lease; // so that the task's start is not reported after its stop
+                    }
                     reportStopped();
                 }
             } finally {
@@ -291,6 +295,7 @@ final class SelectorTerms {
                 reportStopped();
                 term = null;
                 leaderThread = null;
+                stoppedUnreported = null;
                 if (phase == Phase.LEADING) {
                     again = autoRequeue;
                     moveTo(again ? Phase.QUEUED : Phase.IDLE);
@@ -331,7 +336,7 @@ final class SelectorTerms {
     private void reportStarted(Lease lease) {
         lock.lock();
         try {
-            if (term == lease && !reportedLeading) {
+            if (term == lease && !reportedLeading && stoppedUnreported != lease) {
                 reportedLeading = true;
                 Observations.leadershipChanged(engine, true);
             }
