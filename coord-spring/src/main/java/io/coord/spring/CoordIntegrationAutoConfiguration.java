@@ -5,9 +5,9 @@ import io.coord.mutex.ReentrantMutex;
 import org.apache.curator.framework.CuratorFramework;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
@@ -21,14 +21,15 @@ import org.springframework.integration.support.locks.LockRegistry;
  * Spring Integration on coord, for an application with a {@link CuratorFramework} bean (its own, or the one from
  * {@code coord.zookeeper.*}): a {@link CoordLockRegistry} under {@code coord.lock.root}, and, when {@code
  * coord.leader.role} is set, a {@link CoordLeaderInitiator} for that role. Each backs off when the application
- * defines its own.
+ * defines its own, and both when it has several clients and none is {@code @Primary}: which ensemble the locks live
+ * on is the application's to say.
  */
 @AutoConfiguration(
         after = CoordZooKeeperAutoConfiguration.class,
         // spring-cloud-zookeeper's client, when it is there, is the application's client.
         afterName = "org.springframework.cloud.zookeeper.ZookeeperAutoConfiguration")
 @ConditionalOnClass({LockRegistry.class, ReentrantMutex.class})
-@ConditionalOnBean(CuratorFramework.class)
+@ConditionalOnSingleCandidate(CuratorFramework.class)
 @EnableConfigurationProperties(CoordProperties.class)
 public class CoordIntegrationAutoConfiguration {
     @Bean

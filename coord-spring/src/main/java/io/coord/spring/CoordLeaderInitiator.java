@@ -242,8 +242,12 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
             try {
                 entered = true;
                 candidate.onGranted(context);
-                granted = true;
-                publish(p -> p.publishOnGranted(CoordLeaderInitiator.this, context, candidate.getRole()));
+                // A term that ended while onGranted ran (a session lost, its interrupt swallowed) is not announced,
+                // and so neither is its revocation: a role controller would start endpoints while another may lead.
+                granted = context.leading;
+                if (granted) {
+                    publish(p -> p.publishOnGranted(CoordLeaderInitiator.this, context, candidate.getRole()));
+                }
                 context.awaitEnd();
             } catch (InterruptedException e) {
                 // The term ends: yielded, connection suspended, session lost, or stopped. The flag may have been

@@ -37,8 +37,9 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * knows it to be held (not lost with the session, nor in doubt while the connection is down), and throws {@link
  * IllegalStateException} otherwise, which is what a caller renewing a lock wants to learn.
  *
- * <p>A hold lost while a thread has the lock (its session expired, or somebody deleted its node) ends at once: the
- * thread no longer holds the lock, and another process may take it. The thread's unlocks still release what it
+ * <p>A hold lost while a thread has the lock (its session expired, or somebody deleted its node, which coord hears
+ * as {@link io.coord.core.DistributedLock#forceRevocation} describes) ends then: the thread no longer holds the lock,
+ * and another process may take it. The thread's unlocks still release what it
  * owes, and the outermost one then throws {@link IllegalStateException}, so that the caller of {@code unlock()} or
  * {@code executeLocked} learns that the work it guarded may have overlapped another holder's. Until then the thread
  * cannot take the key's lock again: {@code lock} and {@code tryLock} throw {@link IllegalStateException}, which tells a
@@ -278,6 +279,10 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
                 boolean locked = target.lock.tryLock();
                 if (locked) {
                     target.entered();
+                } else {
+                    // Lost between the look above and the lock: say so, as the look would have, rather than answer
+                    // false to a caller that may never unlock what it owes (LockRegistryLeaderInitiator does not).
+                    target.refuseAfterLoss();
                 }
                 return locked;
             } finally {
@@ -293,6 +298,10 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
                 boolean locked = target.lock.tryLock(time, unit);
                 if (locked) {
                     target.entered();
+                } else {
+                    // Lost between the look above and the lock: say so, as the look would have, rather than answer
+                    // false to a caller that may never unlock what it owes (LockRegistryLeaderInitiator does not).
+                    target.refuseAfterLoss();
                 }
                 return locked;
             } finally {
@@ -364,7 +373,8 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
                         + " was lost while this thread held it (session expired or node deleted); unlock what it"
                         + " still owes before locking again");
             }
-            // A loss between this look and the lock below is seen by the outermost unlock, as any loss is.
+            // A loss between this look and the lock below is seen by the outermost unlock, as any loss is, or by a
+            // tryLock that then answers false.
         }
 
         @Override

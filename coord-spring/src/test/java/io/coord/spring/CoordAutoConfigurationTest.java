@@ -96,6 +96,22 @@ class CoordAutoConfigurationTest {
         });
     }
 
+    @Configuration(proxyBeanMethods = false)
+    static class SecondClient {
+        @Bean
+        CuratorFramework secondClient() throws InterruptedException {
+            return zk.newClient();
+        }
+    }
+
+    @Test
+    void twoClientsWithoutAPrimaryOneLeaveTheChoiceToTheApplication() {
+        runner.withUserConfiguration(OwnClient.class, SecondClient.class).run(context -> {
+            assertThat(context).hasNotFailed();
+            assertThat(context).doesNotHaveBean(CoordLockRegistry.class);
+        });
+    }
+
     @Test
     void withoutSpringIntegrationOnlyTheClientIsConfigured() {
         runner.withClassLoader(new FilteredClassLoader(LockRegistry.class))
