@@ -37,8 +37,10 @@ import org.slf4j.LoggerFactory;
  * whose nodes the client may not all read, or past the herd bound) it keeps one children watch on the path instead,
  * re-armed on every change, and each change costs one children read.
  *
- * <p>Listeners hear every change of leader, including "nobody leads" as {@code Optional.empty()}. A leader whose
- * node is seen gone is never reported again: while the new leader's id is being read, {@link #leader()} is empty.
+ * <p>Listeners hear every change of leader it sees, including "nobody leads" as {@code Optional.empty()}; changes
+ * quicker than the reads they need are merged, so a leader that came and went between two reads may not be reported
+ * (the last one reported is always the current one as last read). A leader whose node is seen gone is never
+ * reported again: while the new leader's id is being read, {@link #leader()} is empty.
  * While the connection is down the last known leader is kept, and checked again on reconnect.
  */
 public final class LeaderObserver implements AutoCloseable {
@@ -131,8 +133,8 @@ public final class LeaderObserver implements AutoCloseable {
     }
 
     /**
-     * Tells {@code listener}, on {@code executor}, of every change of leader after this call. A listener that throws
-     * is logged and ignored.
+     * Tells {@code listener}, on {@code executor}, of every change of leader seen after this call (quick successions
+     * merged, see above). A listener that throws is logged and ignored.
      */
     public void addListener(Consumer<Optional<Participant>> listener, Executor executor) {
         listeners.add(listener, executor);

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.data.Stat;
 
@@ -182,9 +183,11 @@ public final class DistributedQueue<T> {
                     + " bytes in one request, over the " + limit + " bytes ZooKeeper accepts (jute.maxbuffer="
                     + ItemCodec.maxBuffer() + "); split it");
         }
-        if (!stored.isEmpty()) {
-            producer.write(stored, Deadline.forever());
+        if (stored.isEmpty()) {
+            queue.checkStarted(); // refused as any other call, though it has nothing to write
+            return;
         }
+        producer.write(stored, Deadline.forever());
     }
 
     /**
@@ -227,16 +230,18 @@ public final class DistributedQueue<T> {
      * waits, for items or for the connection: while the client is disconnected it throws
      * {@link CoordinationException}, and nothing was taken. Up to
      * {@value QueueConsumer#MAX_BATCH} small items move per round trip of two requests: one read, and one transaction
-     * that removes them all. As with {@link java.util.concurrent.BlockingQueue#drainTo}, if adding to the sink throws,
-     * the items already removed in that round may be neither in the queue nor in the sink. If a later round fails (an
+     * that removes them all. Each round's items go into the sink before the next round removes more, and a bounded
+     * {@link BlockingQueue} sink is never given more than its remaining capacity. As with {@link
+     * BlockingQueue#drainTo}, a sink that throws ends the call with its exception: the items of that round after the
+     * one it refused are neither in the queue nor in the sink, and no more are removed. If a later round fails (an
      * item the serializer cannot read, a failed request, an interrupt), the items already removed are moved and
      * counted, and the next call meets the failure; an interrupt is left set.
      *
      * @throws IllegalArgumentException if {@code maxItems} is not positive
      */
     public int drainTo(Collection<? super T> sink, int maxItems) {
-        checkSink(sink, maxItems);
-        return moveTo(sink, untimed(() -> consumer.take(maxItems, false, Deadline.now()), "draining"));
+        int max = room(sink, maxItems);
+        return max == 0 ? 0 : untimed(() -> consumer.drain(sink::add, max, Deadline.now()), "draining");
     }
 
     /**
@@ -248,8 +253,9 @@ public final class DistributedQueue<T> {
      * @throws IllegalArgumentException if {@code maxItems} is not positive
      */
     public int drainTo(Collection<? super T> sink, int maxItems, Duration timeout) throws InterruptedException {
-        checkSink(sink, maxItems);
-        return moveTo(sink, consumer.take(maxItems, false, within(timeout)));
+        int max = room(sink, maxItems);
+        Deadline deadline = within(timeout);
+        return max == 0 ? 0 : consumer.drain(sink::add, max, deadline);
     }
 
     /** The first item nobody holds, left in place; null when there is none. */
@@ -337,19 +343,17 @@ public final class DistributedQueue<T> {
         return taken.isEmpty() ? null : taken.get(0).item();
     }
 
-    // Unlike a BlockingQueue, this queue is no Collection, so it can never be handed in as its own sink.
-    private static void checkSink(Collection<?> sink, int maxItems) {
+    /**
+     * How many items a drain may take into {@code sink}: {@code maxItems}, or fewer when the sink is a bounded
+     * {@link BlockingQueue} with less room, so that no item is removed only to be refused. (Unlike a BlockingQueue,
+     * this queue is no Collection, so it can never be handed in as its own sink.)
+     */
+    private static int room(Collection<?> sink, int maxItems) {
         Objects.requireNonNull(sink, "sink must not be null");
         if (maxItems <= 0) {
             throw new IllegalArgumentException("maxItems must be > 0: " + maxItems);
         }
-    }
-
-    private static <T> int moveTo(Collection<? super T> sink, List<QueueConsumer.Taken<T>> taken) {
-        for (QueueConsumer.Taken<T> one : taken) {
-            sink.add(one.item());
-        }
-        return taken.size();
+        return sink instanceof BlockingQueue<?> bounded ? Math.min(maxItems, bounded.remainingCapacity()) : maxItems;
     }
 
     /** The stored form of one item, checked against what one request can carry before anything is written. */

@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import io.coord.core.CoordinationException;
 import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.Deadline;
@@ -9,10 +10,12 @@ import io.coord.core.internal.Observer.QueueOperation;
 import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.zookeeper.CreateMode;
@@ -60,6 +63,36 @@ final class QueueConsumer<T> {
      * waits, and reads the children once, after the call, if it knows of no item.
      */
     List<Taken<T>> take(int max, boolean claim, Deadline deadline) throws InterruptedException {
+        return take(max, claim, deadline, null);
+    }
+
+    /**
+     * Moves up to {@code max} items into {@code sink} as {@link #take} takes them, each round's before the next round
+     * removes more, and returns how many. A sink that throws ends the call with its exception, as it is: the items
+     * of that round after the one it refused are lost, and no more are removed.
+     */
+    int drain(Consumer<? super T> sink, int max, Deadline deadline) throws InterruptedException {
+        try {
+            return take(max, false, deadline, sink).size();
+        } catch (SinkRefused e) {
+            if (e.getCause() instanceof Error error) {
+                throw error;
+            }
+            throw (RuntimeException) e.getCause();
+        }
+    }
+
+    /** What a drain's sink threw, carried past the failure handling of the rounds. */
+    private static final class SinkRefused extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        SinkRefused(Throwable cause) {
+            super(cause);
+        }
+    }
+
+    private List<Taken<T>> take(int max, boolean claim, Deadline deadline, Consumer<? super T> sink)
+            throws InterruptedException {
         queue.checkStarted();
         long startedAt = System.nanoTime();
         List<Taken<T>> taken = List.of();
@@ -68,7 +101,7 @@ final class QueueConsumer<T> {
             if (failure != null) {
                 throw failure;
             }
-            taken = takeItems(max, claim, deadline);
+            taken = takeItems(max, claim, deadline, sink);
             return taken;
         } finally { // a call that throws is a call too, having taken nothing
             QueueOperation operation =
@@ -77,8 +110,10 @@ final class QueueConsumer<T> {
         }
     }
 
-    private List<Taken<T>> takeItems(int max, boolean claim, Deadline deadline) throws InterruptedException {
+    private List<Taken<T>> takeItems(int max, boolean claim, Deadline deadline, Consumer<? super T> sink)
+            throws InterruptedException {
         List<Taken<T>> taken = new ArrayList<>();
+        int delivered = 0; // how many of them the sink has
         ItemsWatch items = queue.items;
         boolean waiting = false;
         boolean listed = false;
@@ -95,7 +130,9 @@ final class QueueConsumer<T> {
                 List<String> names = items.names()
                         .take(claim ? 1 : Math.min(max - taken.size(), MAX_BATCH), ItemCodec.smallItemsPerRead());
                 if (!names.isEmpty()) {
-                    if (!round(names, claim, deadline, taken)) {
+                    boolean deadlinePassed = !round(names, claim, deadline, taken);
+                    delivered = deliver(taken, delivered, sink);
+                    if (deadlinePassed) {
                         return taken;
                     }
                     continue;
@@ -131,8 +168,14 @@ final class QueueConsumer<T> {
         } catch (TimeoutException e) {
             return taken;
         } catch (RuntimeException | Error | InterruptedException e) {
-            if (taken.isEmpty()) {
+            if (taken.isEmpty() || e instanceof SinkRefused) {
                 throw e;
+            }
+            try {
+                deliver(taken, delivered, sink);
+            } catch (SinkRefused refused) {
+                refused.addSuppressed(e);
+                throw refused;
             }
             // Items already removed are the caller's whatever a later round meets, an Error from the serializer
             // included: they go out now, and the next call meets the failure (an item that failed is back in place,
@@ -148,6 +191,21 @@ final class QueueConsumer<T> {
                 items.leave();
             }
         }
+    }
+
+    /** Hands the items from {@code from} on to the sink, if there is one; returns how many it has now. */
+    private static <T> int deliver(List<Taken<T>> taken, int from, Consumer<? super T> sink) {
+        if (sink == null) {
+            return taken.size();
+        }
+        for (int i = from; i < taken.size(); i++) {
+            try {
+                sink.accept(taken.get(i).item());
+            } catch (RuntimeException | Error e) {
+                throw new SinkRefused(e);
+            }
+        }
+        return taken.size();
     }
 
     /** The first item nobody holds, left in place: one multi-read of the item and its claim per name looked at. */
@@ -468,9 +526,23 @@ final class QueueConsumer<T> {
         }
     }
 
-    /** An item from its stored form; a serializer that answers null fails it as one that throws does. */
+    /**
+     * An item from its stored form; a serializer that answers null fails it as one that throws does. What the
+     * serializer throws is thrown as it is, with the item's path attached (suppressed), so that an operator can find
+     * the item that holds up the queue and take it with {@link QueueSerializer#bytes()}.
+     */
     private T decode(String name, byte[] stored) {
-        T item = serializer.deserialize(ItemCodec.payload(stored));
+        T item;
+        try {
+            item = serializer.deserialize(ItemCodec.payload(stored));
+        } catch (RuntimeException | Error e) {
+            if (Arrays.stream(e.getSuppressed()).noneMatch(CoordinationException.class::isInstance)) {
+                // Once: a serializer may throw one shared instance every time.
+                e.addSuppressed(new CoordinationException("serializer " + serializer + " cannot read the item "
+                        + queue.layout.item(name) + ", which stays in place at the head of the queue"));
+            }
+            throw e;
+        }
         if (item == null) {
             throw new NullPointerException(
                     "serializer " + serializer + " returned null for the item " + queue.layout.item(name));

@@ -9,11 +9,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
+import java.util.AbstractCollection;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -135,6 +140,55 @@ class DistributedQueueTest {
         assertEquals("b", queue.element());
         assertEquals("b", queue.remove());
         assertTrue(queue.isEmpty());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aDrainGivesEachRoundToTheSinkBeforeTakingMoreAndNeverOverfillsABoundedOne() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-sink");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        List<String> items =
+                IntStream.range(0, 250).mapToObj(i -> String.format("%03d", i)).toList();
+        queue.putAll(items);
+
+        ArrayBlockingQueue<String> bounded = new ArrayBlockingQueue<>(10);
+        bounded.add("already there");
+        assertEquals(9, queue.drainTo(bounded, 500), "only what fits");
+        assertEquals(0, queue.drainTo(bounded, 500), "full: nothing is taken");
+        assertEquals(items.subList(0, 9), bounded.stream().skip(1).toList());
+
+        // A sink that refuses its fifth item ends the call: what the round took after it is lost, and no round
+        // follows, so at most one round's worth is gone.
+        List<String> accepted = new ArrayList<>();
+        Collection<String> refusing = new AbstractCollection<>() {
+            @Override
+            public boolean add(String item) {
+                if (accepted.size() == 4) {
+                    throw new IllegalStateException("sink full");
+                }
+                return accepted.add(item);
+            }
+
+            @Override
+            public Iterator<String> iterator() {
+                return accepted.iterator();
+            }
+
+            @Override
+            public int size() {
+                return accepted.size();
+            }
+        };
+        assertEquals(
+                "sink full",
+                assertThrows(IllegalStateException.class, () -> queue.drainTo(refusing, 500))
+                        .getMessage());
+        assertEquals(items.subList(9, 13), accepted);
+        int left = queue.size();
+        assertTrue(left >= 241 - QueueConsumer.MAX_BATCH && left < 241 - 4, "left: " + left);
+        List<String> rest = new ArrayList<>();
+        assertEquals(left, queue.drainTo(rest, 500));
+        assertEquals(items.subList(250 - left, 250), rest, "the rest, in order");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 

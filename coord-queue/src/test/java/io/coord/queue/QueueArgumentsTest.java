@@ -212,6 +212,7 @@ class QueueArgumentsTest {
         assertEquals(refusal, message(IllegalStateException.class, () -> queue.offer("x", Duration.ofSeconds(1))));
         assertEquals(refusal, message(IllegalStateException.class, () -> queue.put("x")));
         assertEquals(refusal, message(IllegalStateException.class, () -> queue.putAll(List.of("x"))));
+        assertEquals(refusal, message(IllegalStateException.class, () -> queue.putAll(List.of())));
         assertEquals(refusal, message(IllegalStateException.class, queue::poll));
         assertEquals(refusal, message(IllegalStateException.class, () -> queue.claim(Duration.ZERO)));
         assertEquals(refusal, message(IllegalStateException.class, queue::peek));

@@ -642,7 +642,9 @@ class QueueFaultTest {
 
         assertEquals(2, picky.drainTo(sink, 10), "the items removed in the first round");
         assertEquals(List.of("a", "b"), sink);
-        assertThrows(thrown, () -> picky.drainTo(sink, 10), "the next call meets the item");
+        Throwable met = assertThrows(thrown, () -> picky.drainTo(sink, 10), "the next call meets the item");
+        assertEquals(1, met.getSuppressed().length, "the path is attached once, however often it is met");
+        assertTrue(met.getSuppressed()[0].getMessage().contains("cannot read the item " + path + "/items/"));
         assertEquals(1, plain.size(), "the item that failed stays in place");
 
         assertEquals(List.of(large(failing)), drain(plain));
