@@ -55,8 +55,8 @@ import org.apache.zookeeper.data.Stat;
  * while the client is disconnected: a zero timeout answers at once then (false, null, empty), {@code offer(item)},
  * {@code poll()}, {@code drainTo(sink, max)}, {@code peek()}, {@code element()}, {@code size()} and {@code
  * isEmpty()}, which never wait, throw {@link CoordinationException}, and an untimed {@code put} waits for the
- * connection, interruptibly, before it joins a write. A timeout already over when the call begins (a few
- * nanoseconds) is a zero timeout: the call still looks once. Once the first write is on the wire the call sees it
+ * connection, interruptibly, before it joins a write. A timeout shorter than the reads a call needs ends it with
+ * nothing done: {@link Duration#ZERO} is the one look. Once the first write is on the wire the call sees it
  * through, past the deadline if need be, so that no item is ever written or taken without the caller knowing; the
  * overrun is bounded by the retry policy and the time to reconnect. Any non-negative timeout is accepted; one too
  * long to count in nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
@@ -142,8 +142,8 @@ public final class DistributedQueue<T> {
      * description).
      */
     public boolean offer(T item, Duration timeout) throws InterruptedException {
-        Deadline deadline = within(timeout); // checked before the item is encoded
-        return producer.write(List.of(encode(item)), deadline);
+        Arguments.timeout(timeout);
+        return producer.write(List.of(encode(item)), Deadline.after(timeout));
     }
 
     /** Adds the item, waiting as long as it takes for room. */
@@ -204,7 +204,8 @@ public final class DistributedQueue<T> {
      * outcome and returns the item if it was taken (see Timeouts in the class description).
      */
     public T poll(Duration timeout) throws InterruptedException {
-        return first(consumer.take(1, false, within(timeout)));
+        Arguments.timeout(timeout);
+        return first(consumer.take(1, false, Deadline.after(timeout)));
     }
 
     /** Removes and returns the first item nobody holds, waiting as long as it takes. */
@@ -230,18 +231,19 @@ public final class DistributedQueue<T> {
      * waits, for items or for the connection: while the client is disconnected it throws
      * {@link CoordinationException}, and nothing was taken. Up to
      * {@value QueueConsumer#MAX_BATCH} small items move per round trip of two requests: one read, and one transaction
-     * that removes them all. Each round's items go into the sink before the next round removes more, and a bounded
-     * {@link BlockingQueue} sink is never given more than its remaining capacity. As with {@link
-     * BlockingQueue#drainTo}, a sink that throws ends the call with its exception: the items of that round after the
-     * one it refused are neither in the queue nor in the sink, and no more are removed. If a later round fails (an
+     * that removes them all. Each round's items go into the sink before the next round removes more, and a round
+     * takes no more than a bounded {@link BlockingQueue} sink has room for as it starts. As with {@link
+     * BlockingQueue#drainTo}, a sink that throws (one that others fill meanwhile, say) ends the call with its
+     * exception: the items of that round after the one it refused are neither in the queue nor in the sink, and no
+     * more are removed. If a later round fails (an
      * item the serializer cannot read, a failed request, an interrupt), the items already removed are moved and
      * counted, and the next call meets the failure; an interrupt is left set.
      *
      * @throws IllegalArgumentException if {@code maxItems} is not positive
      */
     public int drainTo(Collection<? super T> sink, int maxItems) {
-        int max = room(sink, maxItems);
-        return max == 0 ? 0 : untimed(() -> consumer.drain(sink::add, max, Deadline.now()), "draining");
+        checkSink(sink, maxItems);
+        return untimed(() -> consumer.drain(sink, maxItems, Deadline.now()), "draining");
     }
 
     /**
@@ -253,9 +255,9 @@ public final class DistributedQueue<T> {
      * @throws IllegalArgumentException if {@code maxItems} is not positive
      */
     public int drainTo(Collection<? super T> sink, int maxItems, Duration timeout) throws InterruptedException {
-        int max = room(sink, maxItems);
-        Deadline deadline = within(timeout);
-        return max == 0 ? 0 : consumer.drain(sink::add, max, deadline);
+        checkSink(sink, maxItems);
+        Arguments.timeout(timeout);
+        return consumer.drain(sink, maxItems, Deadline.after(timeout));
     }
 
     /** The first item nobody holds, left in place; null when there is none. */
@@ -300,22 +302,14 @@ public final class DistributedQueue<T> {
      * description).
      */
     public Optional<Claim<T>> claim(Duration timeout) throws InterruptedException {
-        List<QueueConsumer.Taken<T>> taken = consumer.take(1, true, within(timeout));
+        Arguments.timeout(timeout);
+        List<QueueConsumer.Taken<T>> taken = consumer.take(1, true, Deadline.after(timeout));
         return taken.isEmpty() ? Optional.empty() : Optional.of(taken.get(0).claim());
     }
 
     @Override
     public String toString() {
         return "DistributedQueue[" + path + ", capacity " + capacity + "]";
-    }
-
-    /**
-     * A timed call's deadline. One already passed when the call begins (a timeout of a few nanoseconds) is a zero
-     * timeout, so that the call still looks once.
-     */
-    private static Deadline within(Duration timeout) {
-        Deadline deadline = Deadline.after(Arguments.timeout(timeout));
-        return deadline.allowsWaiting() && deadline.expired() ? Deadline.now() : deadline;
     }
 
     @FunctionalInterface
@@ -343,17 +337,12 @@ public final class DistributedQueue<T> {
         return taken.isEmpty() ? null : taken.get(0).item();
     }
 
-    /**
-     * How many items a drain may take into {@code sink}: {@code maxItems}, or fewer when the sink is a bounded
-     * {@link BlockingQueue} with less room, so that no item is removed only to be refused. (Unlike a BlockingQueue,
-     * this queue is no Collection, so it can never be handed in as its own sink.)
-     */
-    private static int room(Collection<?> sink, int maxItems) {
+    // Unlike a BlockingQueue, this queue is no Collection, so it can never be handed in as its own sink.
+    private static void checkSink(Collection<?> sink, int maxItems) {
         Objects.requireNonNull(sink, "sink must not be null");
         if (maxItems <= 0) {
             throw new IllegalArgumentException("maxItems must be > 0: " + maxItems);
         }
-        return sink instanceof BlockingQueue<?> bounded ? Math.min(maxItems, bounded.remainingCapacity()) : maxItems;
     }
 
     /** The stored form of one item, checked against what one request can carry before anything is written. */

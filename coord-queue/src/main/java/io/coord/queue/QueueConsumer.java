@@ -11,11 +11,14 @@ import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.function.IntSupplier;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.zookeeper.CreateMode;
@@ -68,12 +71,14 @@ final class QueueConsumer<T> {
 
     /**
      * Moves up to {@code max} items into {@code sink} as {@link #take} takes them, each round's before the next round
-     * removes more, and returns how many. A sink that throws ends the call with its exception, as it is: the items
-     * of that round after the one it refused are lost, and no more are removed.
+     * removes more, and no more in a round than a bounded {@link BlockingQueue} sink has room for then; returns how
+     * many. A sink that throws ends the call with its exception, as it is: the items of that round after the one it
+     * refused are lost, and no more are removed.
      */
-    int drain(Consumer<? super T> sink, int max, Deadline deadline) throws InterruptedException {
+    int drain(Collection<? super T> sink, int max, Deadline deadline) throws InterruptedException {
+        IntSupplier room = sink instanceof BlockingQueue<?> bounded ? bounded::remainingCapacity : () -> max;
         try {
-            return take(max, false, deadline, sink).size();
+            return take(max, false, deadline, new Sink<>(sink::add, room)).size();
         } catch (SinkRefused e) {
             if (e.getCause() instanceof Error error) {
                 throw error;
@@ -81,6 +86,9 @@ final class QueueConsumer<T> {
             throw (RuntimeException) e.getCause();
         }
     }
+
+    /** Where a drain puts its items, and how many it has room for now. */
+    private record Sink<T>(Consumer<? super T> add, IntSupplier room) {}
 
     /** What a drain's sink threw, carried past the failure handling of the rounds. */
     private static final class SinkRefused extends RuntimeException {
@@ -91,28 +99,26 @@ final class QueueConsumer<T> {
         }
     }
 
-    private List<Taken<T>> take(int max, boolean claim, Deadline deadline, Consumer<? super T> sink)
-            throws InterruptedException {
+    private List<Taken<T>> take(int max, boolean claim, Deadline deadline, Sink<T> sink) throws InterruptedException {
         queue.checkStarted();
         long startedAt = System.nanoTime();
-        List<Taken<T>> taken = List.of();
+        List<Taken<T>> taken = new ArrayList<>();
         try {
             Slots.WriteInDoubt failure = owed.getAndSet(null);
             if (failure != null) {
                 throw failure;
             }
-            taken = takeItems(max, claim, deadline, sink);
-            return taken;
-        } finally { // a call that throws is a call too, having taken nothing
+            return takeItems(max, claim, deadline, sink, taken);
+        } finally { // a call that throws is a call too, having moved what its sink took before it refused, or nothing
             QueueOperation operation =
-                    claim ? QueueOperation.CLAIM : max == 1 ? QueueOperation.POLL : QueueOperation.DRAIN;
+                    claim ? QueueOperation.CLAIM : sink != null ? QueueOperation.DRAIN : QueueOperation.POLL;
             Observations.queueOperation(queue.path, operation, max, taken.size(), startedAt);
         }
     }
 
-    private List<Taken<T>> takeItems(int max, boolean claim, Deadline deadline, Consumer<? super T> sink)
+    /** Fills {@code taken}, and returns it. */
+    private List<Taken<T>> takeItems(int max, boolean claim, Deadline deadline, Sink<T> sink, List<Taken<T>> taken)
             throws InterruptedException {
-        List<Taken<T>> taken = new ArrayList<>();
         int delivered = 0; // how many of them the sink has
         ItemsWatch items = queue.items;
         boolean waiting = false;
@@ -127,8 +133,14 @@ final class QueueConsumer<T> {
                 if (deadline.allowsWaiting() && taken.isEmpty() && !queue.context.awaitConnected(deadline)) {
                     return taken;
                 }
-                List<String> names = items.names()
-                        .take(claim ? 1 : Math.min(max - taken.size(), MAX_BATCH), ItemCodec.smallItemsPerRead());
+                int room = sink == null
+                        ? max - taken.size()
+                        : Math.min(max - taken.size(), sink.room().getAsInt());
+                if (room <= 0) {
+                    return taken; // a bounded sink that is full: nothing more is taken
+                }
+                List<String> names =
+                        items.names().take(claim ? 1 : Math.min(room, MAX_BATCH), ItemCodec.smallItemsPerRead());
                 if (!names.isEmpty()) {
                     boolean deadlinePassed = !round(names, claim, deadline, taken);
                     delivered = deliver(taken, delivered, sink);
@@ -171,12 +183,6 @@ final class QueueConsumer<T> {
             if (taken.isEmpty() || e instanceof SinkRefused) {
                 throw e;
             }
-            try {
-                deliver(taken, delivered, sink);
-            } catch (SinkRefused refused) {
-                refused.addSuppressed(e);
-                throw refused;
-            }
             // Items already removed are the caller's whatever a later round meets, an Error from the serializer
             // included: they go out now, and the next call meets the failure (an item that failed is back in place,
             // and the interrupt flag is kept).
@@ -185,6 +191,7 @@ final class QueueConsumer<T> {
             } else if (e instanceof Slots.WriteInDoubt inDoubt) {
                 owed.set(inDoubt);
             }
+            deliver(taken, delivered, sink); // none left over, as each round hands its items over as it ends
             return taken;
         } finally {
             if (waiting) {
@@ -194,13 +201,13 @@ final class QueueConsumer<T> {
     }
 
     /** Hands the items from {@code from} on to the sink, if there is one; returns how many it has now. */
-    private static <T> int deliver(List<Taken<T>> taken, int from, Consumer<? super T> sink) {
+    private static <T> int deliver(List<Taken<T>> taken, int from, Sink<T> sink) {
         if (sink == null) {
             return taken.size();
         }
         for (int i = from; i < taken.size(); i++) {
             try {
-                sink.accept(taken.get(i).item());
+                sink.add().accept(taken.get(i).item());
             } catch (RuntimeException | Error e) {
                 throw new SinkRefused(e);
             }

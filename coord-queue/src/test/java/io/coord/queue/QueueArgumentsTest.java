@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.ACLProvider;
 import org.apache.zookeeper.ZooDefs;
@@ -216,6 +217,8 @@ class QueueArgumentsTest {
         assertEquals(refusal, message(IllegalStateException.class, queue::poll));
         assertEquals(refusal, message(IllegalStateException.class, () -> queue.claim(Duration.ZERO)));
         assertEquals(refusal, message(IllegalStateException.class, queue::peek));
+        ArrayBlockingQueue<String> full = new ArrayBlockingQueue<>(1, false, List.of("x"));
+        assertEquals(refusal, message(IllegalStateException.class, () -> queue.drainTo(full, 5))); // even with no room
         assertEquals(refusal, message(IllegalStateException.class, queue::element));
         assertEquals(refusal, message(IllegalStateException.class, queue::size));
         assertEquals(refusal, message(IllegalStateException.class, queue::isEmpty));

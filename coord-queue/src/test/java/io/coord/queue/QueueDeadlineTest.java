@@ -140,26 +140,6 @@ class QueueDeadlineTest {
     }
 
     @Test
-    void aTimeoutAlreadyOverWhenTheCallBeginsStillLooksOnceAsAZeroTimeoutDoes() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("tiny-timeout");
-        queue(zk.newClient(), path).putAll(List.of("a", "b", "c", "d"));
-        Duration tiny = Duration.ofNanos(1);
-
-        // Each on a client that knows nothing of the queue yet: the call must read before it can take.
-        assertEquals("a", queue(zk.newClient(), path).poll(tiny));
-        Claim<String> claim = queue(zk.newClient(), path).claim(tiny).orElseThrow();
-        assertEquals("b", claim.item());
-        assertTrue(claim.ack());
-        List<String> drained = new ArrayList<>();
-        assertEquals(2, queue(zk.newClient(), path).drainTo(drained, 10, tiny));
-        assertEquals(List.of("c", "d"), drained);
-        assertNull(queue(zk.newClient(), path).poll(tiny), "empty now");
-        assertTrue(queue(zk.newClient(), path).offer("e", tiny), "room, and a connection: the offer writes");
-        assertEquals("e", queue(zk.newClient(), path).poll(tiny));
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
-    }
-
-    @Test
     void aPutWhileTheServerIsDownWaitsForTheConnectionInterruptiblyAndWritesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("put-down");
         CuratorFramework client = zk.newClient();
