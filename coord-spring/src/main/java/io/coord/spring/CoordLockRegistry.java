@@ -23,9 +23,10 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * guarantees.
  *
  * <p>The locks follow {@link Lock}'s contract as {@link java.util.concurrent.locks.ReentrantLock} does: they are
- * reentrant per thread, {@link Lock#tryLock(long, TimeUnit)} waits at most that long, and {@link Lock#unlock()} by a
- * thread that does not hold the lock throws {@link IllegalMonitorStateException}. {@link Lock#newCondition()} is
- * unsupported.
+ * reentrant per thread, {@link Lock#tryLock(long, TimeUnit)} waits at most that long (once the lock's queue has
+ * been looked at: a timeout shorter than that look's round trip still gets it, as a zero timeout does), and {@link
+ * Lock#unlock()} by a thread that does not hold the lock throws {@link IllegalMonitorStateException}. {@link
+ * Lock#newCondition()} is unsupported.
  *
  * <p>A key is its {@code toString()}, used as the lock's znode name as it is: a key that is not a valid znode name
  * (empty, {@code .} or {@code ..}, containing {@code /} or characters ZooKeeper refuses) is rejected with an

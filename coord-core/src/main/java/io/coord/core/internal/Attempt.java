@@ -149,12 +149,17 @@ final class Attempt {
      * The caller's deadline passed before the queue was looked at once (its create, say, had not answered): the
      * attempt then ends at its first decision, as a one-look attempt does, so that a timeout shorter than a round
      * trip gets what a zero timeout gets, the lock if it is free, as Curator's and java.util.concurrent's locks give
-     * it. False if the attempt has been told to wait already, or is over: then the caller gives up. The look is
-     * bounded as a one-look attempt's is: it ends refused once the connection drops.
+     * it. True, too, for an attempt granted whose result is about to be set. False if the attempt has been told to
+     * wait already, or is over: then the caller gives up. The look is bounded as a one-look attempt's is: it ends
+     * refused once the connection drops.
      */
     boolean lookOnceMore() {
         AtomicBoolean looking = new AtomicBoolean();
         act(todo -> {
+            if (phase == Phase.DONE) {
+                looking.set(true); // granted, its result about to be set: the caller takes the lease
+                return;
+            }
             if (decidedOnce || isOver()) {
                 return; // it was told to wait, and may have queued again since (a new session): that was its look
             }
@@ -513,10 +518,13 @@ final class Attempt {
     }
 
     private void failAs(RuntimeException error, List<Runnable> todo) {
-        if (phase != Phase.DONE) {
-            withdrawing(todo); // a failure after the grant leaves the lease's nodes alone: its result is set
+        try {
+            if (phase != Phase.DONE) {
+                withdrawing(todo); // a failure after the grant leaves the lease's nodes alone: its result is set
+            }
+        } finally {
+            todo.add(() -> result.completeExceptionally(error)); // whatever the withdrawal met: the caller hears
         }
-        todo.add(() -> result.completeExceptionally(error));
     }
 
     /** Runs {@code step} under the lock, then the ZooKeeper calls it asked for. */
@@ -527,7 +535,11 @@ final class Attempt {
             step.accept(todo);
         } catch (RuntimeException e) {
             // A predicate that throws, or a broken invariant: fail loudly rather than leave a node queued for ever.
-            failWith(e, todo);
+            try {
+                failWith(e, todo);
+            } catch (RuntimeException again) {
+                e.addSuppressed(again); // the withdrawal failed too; the result is failed all the same
+            }
         } finally {
             lock.unlock();
         }
