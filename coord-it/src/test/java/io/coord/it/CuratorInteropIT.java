@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.DistributedLock;
 import io.coord.core.Lease;
 import io.coord.core.Participant;
 import io.coord.mutex.ReentrantMutex;
@@ -20,6 +21,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.junit.jupiter.api.AfterEach;
@@ -64,18 +66,7 @@ class CuratorInteropIT {
             coord.release();
         }
 
-        assertTrue(onCuratorThread(() -> curator.acquire(10, TimeUnit.SECONDS)));
-        try {
-            assertFalse(coord.acquire(Duration.ofMillis(200)));
-        } finally {
-            onCuratorThread(() -> {
-                curator.release();
-                return null;
-            });
-        }
-
-        assertTrue(coord.acquire(Duration.ofSeconds(10)), "free again once Curator released");
-        coord.release();
+        assertCoordWaitsForCuratorsHold(curator, coord);
 
         cluster.assertNoLeaks(coordClient, path);
         cluster.closeClientsAndAssertNoLeaks(path);
@@ -142,6 +133,21 @@ class CuratorInteropIT {
         cluster.closeClientsAndAssertNoLeaks(path);
     }
 
+    /** While Curator's lock is held, coord's cannot be had; once Curator has released it, it can. */
+    private void assertCoordWaitsForCuratorsHold(InterProcessLock curator, DistributedLock coord) throws Exception {
+        assertTrue(onCuratorThread(() -> curator.acquire(10, TimeUnit.SECONDS)));
+        try {
+            assertFalse(coord.acquire(Duration.ofMillis(200)));
+        } finally {
+            onCuratorThread(() -> {
+                curator.release();
+                return null;
+            });
+        }
+        assertTrue(coord.acquire(Duration.ofSeconds(10)), "free again once Curator released");
+        coord.release();
+    }
+
     private <T> T onCuratorThread(java.util.concurrent.Callable<T> call) throws Exception {
         return curatorThread.submit(call).get(30, TimeUnit.SECONDS);
     }
@@ -155,17 +161,7 @@ class CuratorInteropIT {
         ReadWriteMutex coord = new ReadWriteMutex(coordClient, path, "coord");
         InterProcessReadWriteLock curator = new InterProcessReadWriteLock(cluster.newClient(), path);
 
-        assertTrue(onCuratorThread(() -> curator.writeLock().acquire(10, TimeUnit.SECONDS)));
-        try {
-            assertFalse(coord.readLock().acquire(Duration.ofMillis(200)));
-        } finally {
-            onCuratorThread(() -> {
-                curator.writeLock().release();
-                return null;
-            });
-        }
-        assertTrue(coord.readLock().acquire(Duration.ofSeconds(10)), "free again once Curator released");
-        coord.readLock().release();
+        assertCoordWaitsForCuratorsHold(curator.writeLock(), coord.readLock());
 
         cluster.assertNoLeaks(coordClient, path);
         cluster.closeClientsAndAssertNoLeaks(path);
