@@ -184,14 +184,14 @@ final class QueueConsumer<T> {
                 throw e;
             }
             // Items already removed are the caller's whatever a later round meets, an Error from the serializer
-            // included: they go out now, and the next call meets the failure (an item that failed is back in place,
-            // and the interrupt flag is kept).
+            // included: they go out now (a drain's sink has them already, as each round hands its items over as it
+            // ends), and the next call meets the failure (an item that failed is back in place, and the interrupt
+            // flag is kept).
             if (e instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             } else if (e instanceof Slots.WriteInDoubt inDoubt) {
                 owed.set(inDoubt);
             }
-            deliver(taken, delivered, sink); // none left over, as each round hands its items over as it ends
             return taken;
         } finally {
             if (waiting) {

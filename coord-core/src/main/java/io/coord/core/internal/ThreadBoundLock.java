@@ -189,7 +189,7 @@ public final class ThreadBoundLock implements DistributedLock {
         if (ended != null) {
             owed.merge(me, ended.count, Integer::sum); // its releases are still owed, after the new hold's
         }
-        if (readPartner != null && readPartner.liveHold(me) != null) {
+        if (wouldWaitBehindItself()) {
             throw new IllegalStateException("the current thread holds the read lock on " + engine.path()
                     + " and would wait behind itself for the write lock; release the read lock first");
         }
