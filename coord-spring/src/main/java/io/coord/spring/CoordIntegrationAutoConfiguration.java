@@ -5,6 +5,7 @@ import io.coord.mutex.ReentrantMutex;
 import org.apache.curator.framework.CuratorFramework;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
@@ -21,19 +22,21 @@ import org.springframework.integration.support.locks.LockRegistry;
  * Spring Integration on coord, for an application with a {@link CuratorFramework} bean (its own, or the one from
  * {@code coord.zookeeper.*}): a {@link CoordLockRegistry} under {@code coord.lock.root}, and, when {@code
  * coord.leader.role} is set, a {@link CoordLeaderInitiator} for that role. Each backs off when the application
- * defines its own, and both when it has several clients and none is {@code @Primary}: which ensemble the locks live
- * on is the application's to say.
+ * defines its own. With several clients and none {@code @Primary}, the registry backs off (which ensemble the locks
+ * live on is the application's to say), and a role set with {@code coord.leader.role} fails the context, since the
+ * role would otherwise go unelected without a word.
  */
 @AutoConfiguration(
         after = CoordZooKeeperAutoConfiguration.class,
         // spring-cloud-zookeeper's client, when it is there, is the application's client.
         afterName = "org.springframework.cloud.zookeeper.ZookeeperAutoConfiguration")
 @ConditionalOnClass({LockRegistry.class, ReentrantMutex.class})
-@ConditionalOnSingleCandidate(CuratorFramework.class)
+@ConditionalOnBean(CuratorFramework.class)
 @EnableConfigurationProperties(CoordProperties.class)
 public class CoordIntegrationAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean(LockRegistry.class)
+    @ConditionalOnSingleCandidate(CuratorFramework.class)
     public CoordLockRegistry coordLockRegistry(CuratorFramework client, CoordProperties properties) {
         return new CoordLockRegistry(client, properties.getLock().getRoot());
     }

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.NoUniqueBeanDefinitionException;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -105,11 +106,17 @@ class CoordAutoConfigurationTest {
     }
 
     @Test
-    void twoClientsWithoutAPrimaryOneLeaveTheChoiceToTheApplication() {
+    void twoClientsWithoutAPrimaryOneLeaveTheRegistryToTheApplicationAndFailARole() {
         runner.withUserConfiguration(OwnClient.class, SecondClient.class).run(context -> {
             assertThat(context).hasNotFailed();
             assertThat(context).doesNotHaveBean(CoordLockRegistry.class);
         });
+        runner.withUserConfiguration(OwnClient.class, SecondClient.class)
+                .withPropertyValues("coord.leader.role=billing")
+                .run(context -> assertThat(context)
+                        .hasFailed()
+                        .getFailure()
+                        .hasRootCauseInstanceOf(NoUniqueBeanDefinitionException.class));
     }
 
     @Test
