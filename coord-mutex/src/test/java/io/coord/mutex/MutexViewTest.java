@@ -11,6 +11,7 @@ import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.ClientContext;
+import io.coord.testkit.Acls;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
@@ -322,18 +323,6 @@ class MutexViewTest {
 
     /** Every permission for the creator's authenticated ids, none for anybody else. */
     static ACLProvider creatorOnly() {
-        // A list that may be asked whether it holds null, as ZooKeeper's synchronous create does.
-        List<ACL> creatorOnly = new ArrayList<>(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))));
-        return new ACLProvider() {
-            @Override
-            public List<ACL> getDefaultAcl() {
-                return creatorOnly;
-            }
-
-            @Override
-            public List<ACL> getAclForPath(String path) {
-                return creatorOnly;
-            }
-        };
+        return Acls.everywhere(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))));
     }
 }

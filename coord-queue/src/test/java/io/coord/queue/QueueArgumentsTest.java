@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
+import io.coord.testkit.Acls;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,7 +14,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.api.ACLProvider;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
@@ -175,17 +175,7 @@ class QueueArgumentsTest {
         for (int i = 0; i < 4; i++) {
             acl.add(new ACL(ZooDefs.Perms.READ, new Id("digest", "reader-" + i + "-" + "x".repeat(140) + ":hash")));
         }
-        CuratorFramework client = zk.newCustomClient(b -> b.aclProvider(new ACLProvider() {
-            @Override
-            public List<ACL> getDefaultAcl() {
-                return acl;
-            }
-
-            @Override
-            public List<ACL> getAclForPath(String p) {
-                return acl;
-            }
-        }));
+        CuratorFramework client = zk.newCustomClient(b -> b.aclProvider(Acls.everywhere(acl)));
         DistributedQueue<byte[]> queue =
                 DistributedQueue.builder(client, path, QueueSerializer.bytes()).build();
         // As many 100-byte items as fit in one request when each create carries only the open ACL.
