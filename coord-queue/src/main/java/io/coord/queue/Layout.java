@@ -49,6 +49,15 @@ final class Layout {
 
     /** The layout under {@code path} for a client whose item creates carry the open ACL. */
     Layout(String path, String namespace) {
+        this(path, namespace, null);
+    }
+
+    /** The layout under {@code path} for {@code client}, whose ACL provider says what each item create carries. */
+    Layout(String path, CuratorFramework client) {
+        this(path, client.getNamespace(), client);
+    }
+
+    private Layout(String path, String namespace, CuratorFramework client) {
         this.items = ZKPaths.makePath(path, "items");
         this.claims = ZKPaths.makePath(path, "claims");
         this.slots = ZKPaths.makePath(path, "slots");
@@ -56,18 +65,6 @@ final class Layout {
         // Sizes as the server sees them: with the namespace, and with the sequence the server appends.
         this.itemPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, itemPrefix(false))) + SEQUENCE_DIGITS;
         this.slotPathBytes = utf8Length(ZKPaths.fixForNamespace(namespace, newSlot()));
-        this.client = null;
-    }
-
-    /** The layout under {@code path} for {@code client}, whose ACL provider says what each item create carries. */
-    Layout(String path, CuratorFramework client) {
-        this.items = ZKPaths.makePath(path, "items");
-        this.claims = ZKPaths.makePath(path, "claims");
-        this.slots = ZKPaths.makePath(path, "slots");
-        this.sessions = ZKPaths.makePath(path, "sessions");
-        this.itemPathBytes =
-                utf8Length(ZKPaths.fixForNamespace(client.getNamespace(), itemPrefix(false))) + SEQUENCE_DIGITS;
-        this.slotPathBytes = utf8Length(ZKPaths.fixForNamespace(client.getNamespace(), newSlot()));
         this.client = client;
     }
 
