@@ -402,6 +402,23 @@ class ReentrantMutexTest {
         zk.assertNoLeaks(path);
     }
 
+    @Test
+    void aLookRightAfterAWithdrawnCreateIsNotQueuedBehindItsNode() throws Exception {
+        // The withdrawn create is still in flight when the next look is sent, so its node lands first and is deleted
+        // only once its reply comes, after the look's own create: the look must not count it as a contender.
+        String path = ZooKeeperFixture.uniquePath("look-after-withdrawal");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        for (int round = 0; round < 100; round++) {
+            CompletableFuture<Lease> withdrawn = mutex.acquireAsync();
+            if (!withdrawn.cancel(false)) {
+                withdrawn.join().close(); // granted before the cancel: nothing was withdrawn this round
+            }
+            assertTrue(mutex.acquire(Duration.ZERO), "free, yet refused in round " + round);
+            mutex.release();
+        }
+        zk.assertNoLeaks(path);
+    }
+
     private static List<String> ids(List<Participant> participants) {
         return participants.stream().map(Participant::id).toList();
     }

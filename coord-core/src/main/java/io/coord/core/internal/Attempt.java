@@ -271,7 +271,10 @@ final class Attempt {
                     engine.record() == null,
                     (rc, made) -> created(gen, prefix, rc, made));
         } catch (Exception e) {
-            act(todo -> failWith(e, todo));
+            act(todo -> {
+                creating = false; // not sent
+                failWith(e, todo);
+            });
         }
     }
 
@@ -279,7 +282,11 @@ final class Attempt {
         act(todo -> {
             if (gen != generation) {
                 List<String> stale = made == null ? List.of() : made.names();
-                stale.forEach(name -> todo.add(() -> context.deleteGuaranteed(full(name))));
+                String id = OwnNodes.idOf(prefix);
+                todo.add(() -> CompletableFuture.allOf(stale.stream()
+                                .map(name -> context.deleteGuaranteed(full(name)))
+                                .toArray(CompletableFuture[]::new))
+                        .thenRun(() -> context.withdrawalDone(id)));
                 // A replayed copy of this create may have landed unseen, even after a sweep at withdrawal. Sweep the
                 // old generations' ids only, unless withdrawn: the current one may name a granted lease.
                 sweepLater(todo, phase != Phase.WITHDRAWN, stale);
@@ -321,6 +328,7 @@ final class Attempt {
         }
         made.whenComplete((ok, error) -> act(todo -> {
             if (gen != generation || isOver()) {
+                context.withdrawalDone(OwnNodes.idOf(prefix)); // nothing was created
                 return; // withdrawn, failed or queued anew meanwhile
             }
             if (error == null) {
@@ -400,6 +408,9 @@ final class Attempt {
         }
         phase = Phase.WITHDRAWN;
         generation++; // a create still in flight now finds itself stale and deletes what it made
+        if (creating) {
+            context.withdrawnInFlight(own.currentId()); // until then, this client's next look passes its nodes by
+        }
         if (waiting != null) {
             waiting.stop(); // none yet if the attempt ends before it entered
         }

@@ -2,6 +2,7 @@ package io.coord.core.internal;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.LeaseState;
+import io.coord.core.SequenceNode;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -58,6 +59,9 @@ public final class ClientContext {
     // The same leases by the path of each node they hold: a deletion heard finds its lease without a scan.
     private final Map<String, LeaseImpl> leasesByNode = new ConcurrentHashMap<>();
     private final Set<Attempt> attempts = ConcurrentHashMap.newKeySet();
+    // The ids (_c_<id>-) of creates withdrawn while in flight, until what they made is deleted (see
+    // #withdrawnInFlight).
+    private final Set<String> withdrawnIds = ConcurrentHashMap.newKeySet();
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
     private final Map<String, PathView> views = new ConcurrentHashMap<>();
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
@@ -489,17 +493,52 @@ public final class ClientContext {
         }
     }
 
-    /** Deletes a znode of ours, retried by Curator across connection loss until it succeeds or the session ends. */
-    public void deleteGuaranteed(String path) {
+    /**
+     * Deletes a znode of ours, retried by Curator across connection loss until it succeeds or the session ends. The
+     * future completes when the first answer comes, whatever it says, and at once if the client is closed.
+     */
+    public CompletableFuture<Void> deleteGuaranteed(String path) {
+        CompletableFuture<Void> answered = new CompletableFuture<>();
         try {
             client.delete()
                     .guaranteed()
-                    .inBackground((c, event) -> logFailedDelete(path, event))
+                    .inBackground((c, event) -> {
+                        logFailedDelete(path, event);
+                        answered.complete(null);
+                    })
                     .forPath(path);
         } catch (Exception e) {
             // The client is closed: its session, and with it the ephemeral znode, is gone or going.
             log.debug("delete of {} left to the session's end", path, e);
+            answered.complete(null);
         }
+        return answered;
+    }
+
+    /**
+     * An attempt of this client withdrew while its create, named with {@code id}, was in flight. That create lands
+     * before any the caller sends next, and what it made is deleted only once its reply comes, after the next one's:
+     * until then this client's contenders leave its nodes out of the queue (see {@link #isWithdrawn}), so that a look
+     * sent right after the withdrawal is not refused behind them. Nobody is ever granted on such a node.
+     */
+    void withdrawnInFlight(String id) {
+        withdrawnIds.add(id);
+    }
+
+    /** What the create named with {@code id} made is deleted, or it made nothing. */
+    void withdrawalDone(String id) {
+        withdrawnIds.remove(id);
+    }
+
+    /** Whether {@code node} was made by a create this client withdrew in flight and has not deleted yet. */
+    boolean isWithdrawn(SequenceNode node) {
+        return withdrewInFlight()
+                && node.protectionId().map(withdrawnIds::contains).orElse(false);
+    }
+
+    /** Whether any create withdrawn in flight may have left nodes: only then is a queue worth searching for them. */
+    boolean withdrewInFlight() {
+        return !withdrawnIds.isEmpty();
     }
 
     /**

@@ -296,9 +296,11 @@ final class PathView {
                     }
                 }
             }
-            if (!strays.isEmpty()) {
+            if (!strays.isEmpty()
+                    || (context.withdrewInFlight() && queue.stream().anyMatch(context::isWithdrawn))) {
                 List<SequenceNode> kept = new ArrayList<>(queue);
                 kept.removeAll(strays);
+                kept.removeIf(context::isWithdrawn); // being deleted by the attempt that made them
                 queue = kept;
             }
             Decision decision = predicate.evaluate(queue, queue.size() - 1);

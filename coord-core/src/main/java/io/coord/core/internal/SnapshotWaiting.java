@@ -116,6 +116,8 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
             if (own.isStray(node) && snapshot.prune(node)) {
                 String stray = attempt.full(node.name());
                 todo.add(() -> attempt.context.deleteGuaranteed(stray));
+            } else if (attempt.context.isWithdrawn(node)) {
+                snapshot.prune(node); // another attempt of ours withdrew it in flight, and deletes it
             }
         }
         evaluate(todo, false);
