@@ -12,7 +12,10 @@ import io.coord.core.LeaseState;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
+import java.lang.ref.WeakReference;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -60,6 +63,54 @@ class HoldEndsWithLeaseTest {
         assertEquals(LeaseState.RELEASED, second.state());
         assertTrue(other.acquire(Duration.ofSeconds(10)));
         other.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aThreadThatEndsItsHoldThroughTheLeaseLeavesNothingOfItselfInTheLock() throws Exception {
+        // A thread per task, each ending its hold with try-with-resources on the lease and never calling release().
+        String path = ZooKeeperFixture.uniquePath("thread-per-task");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        Thread task = new Thread(() -> {
+            try {
+                mutex.acquire();
+                try (Lease lease = mutex.lease()) {
+                    assertEquals(LeaseState.HELD, lease.state());
+                }
+                done.complete(null);
+            } catch (Throwable e) {
+                done.completeExceptionally(e);
+            }
+        });
+        task.start();
+        done.get(10, TimeUnit.SECONDS);
+        task.join();
+        WeakReference<Thread> ended = new WeakReference<>(task);
+        task = null;
+        await().until(() -> {
+            System.gc();
+            return ended.get() == null;
+        });
+        assertFalse(mutex.isAcquiredInThisProcess());
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void anAsyncLeaseCountsAsAcquiredInThisProcessBeforeItsCallerHearsOfIt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("async-in-process");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        for (int round = 0; round < 10; round++) {
+            boolean seen = mutex.acquireAsync()
+                    .thenApply(lease -> {
+                        try (lease) {
+                            return mutex.isAcquiredInThisProcess();
+                        }
+                    })
+                    .get(10, TimeUnit.SECONDS);
+            assertTrue(seen, "not acquired in this process, in a stage chained on the lease, in round " + round);
+            assertFalse(mutex.isAcquiredInThisProcess());
+        }
         zk.assertNoLeaks(path);
     }
 

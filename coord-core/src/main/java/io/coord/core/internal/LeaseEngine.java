@@ -144,7 +144,12 @@ public final class LeaseEngine {
      * thread. Cancelling it, or completing it from outside, withdraws the request and deletes its znode.
      */
     public CompletableFuture<Lease> acquireAsync() {
-        return acquireAsync(1, predicate);
+        return acquireAsync(1, predicate, lease -> {});
+    }
+
+    /** Like {@link #acquireAsync()}, running {@code granted} with the lease before the future completes with it. */
+    CompletableFuture<Lease> acquireAsync(Consumer<Lease> granted) {
+        return acquireAsync(1, predicate, granted);
     }
 
     /**
@@ -152,6 +157,10 @@ public final class LeaseEngine {
      * {@code grant}, which places the last of them.
      */
     public CompletableFuture<Lease> acquireAsync(int nodes, LeasePredicate grant) {
+        return acquireAsync(nodes, grant, lease -> {});
+    }
+
+    private CompletableFuture<Lease> acquireAsync(int nodes, LeasePredicate grant, Consumer<Lease> granted) {
         Attempt attempt = start(new Attempt.Request(nodes, grant, false));
         CompletableFuture<Lease> future = new CompletableFuture<>();
         AtomicReference<Lease> delivered = new AtomicReference<>();
@@ -161,6 +170,7 @@ public final class LeaseEngine {
                 return;
             }
             delivered.set(lease);
+            granted.accept(lease);
             if (!future.complete(lease)) {
                 lease.close(); // the caller gave up first
             }
@@ -226,10 +236,11 @@ public final class LeaseEngine {
 
     /**
      * Blocks until granted, keeping its place in the queue whatever interrupts arrive, as {@code Lock.lock()} does; the
-     * interrupt flag is restored before it returns.
+     * interrupt flag is restored before it returns. With {@code tryOnce}, looks once instead, and returns null if
+     * refused: an interrupt does not undo a grant, as it would if the look were given up and sent again.
      */
-    public Lease acquireUninterruptibly() {
-        Attempt attempt = start(new Attempt.Request(1, predicate, false));
+    Lease acquireUninterruptibly(boolean tryOnce) {
+        Attempt attempt = start(new Attempt.Request(1, predicate, tryOnce));
         boolean interrupted = Thread.interrupted();
         try {
             while (true) {

@@ -32,7 +32,7 @@ final class LockView implements Lock {
      */
     @Override
     public boolean tryLock() {
-        return !lock.wouldWaitBehindItself() && ignoringInterrupts(() -> lock.acquire(Duration.ZERO));
+        return !lock.wouldWaitBehindItself() && lock.tryAcquireUninterruptibly();
     }
 
     /** Like {@link #tryLock()}; false at once where that answers false without a look. */
@@ -40,29 +40,6 @@ final class LockView implements Lock {
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
         checkInterrupt();
         return !lock.wouldWaitBehindItself() && lock.acquire(Duration.ofNanos(Math.max(0, unit.toNanos(time))));
-    }
-
-    @FunctionalInterface
-    private interface Acquisition {
-        boolean run() throws InterruptedException;
-    }
-
-    /** Runs {@code acquisition} until it answers, however often interrupted, and restores the flag afterwards. */
-    private static boolean ignoringInterrupts(Acquisition acquisition) {
-        boolean interrupted = Thread.interrupted();
-        try {
-            while (true) {
-                try {
-                    return acquisition.run();
-                } catch (InterruptedException e) {
-                    interrupted = true; // not interruptible: keep going, and tell the caller's code afterwards
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
     }
 
     private static void checkInterrupt() throws InterruptedException {

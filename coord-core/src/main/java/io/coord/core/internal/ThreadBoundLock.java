@@ -6,7 +6,6 @@ import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -29,21 +28,20 @@ import java.util.concurrent.locks.Lock;
  */
 public final class ThreadBoundLock implements DistributedLock {
     private final LeaseEngine engine;
-    private final Map<Thread, Hold> holds = new ConcurrentHashMap<>();
-    // Releases a thread still owes holds that ended before its current one: paid after the current hold's own.
-    private final Map<Thread, Integer> owed = new ConcurrentHashMap<>();
-    private final Set<Lease> asyncLeases = ConcurrentHashMap.newKeySet();
+    // Per thread, so that what a thread leaves here goes with it: a thread per task that ends its holds through the
+    // lease, and never calls release(), leaves nothing behind in the lock.
+    private final ThreadLocal<Holder> holders = ThreadLocal.withInitial(Holder::new);
+    // Every lease, thread-bound or async, that holds through this lock and has not ended yet.
+    private final Set<Lease> live = ConcurrentHashMap.newKeySet();
     private ThreadBoundLock readPartner; // set on a write lock
     private ThreadBoundLock writePartner; // set on a read lock
 
-    /** Only its owning thread touches a hold, so the count needs no synchronisation. */
-    private static final class Hold {
-        final Lease lease;
-        int count = 1;
-
-        Hold(Lease lease) {
-            this.lease = lease;
-        }
+    /** One thread's side of the lock; only that thread touches it, so it needs no synchronisation. */
+    private static final class Holder {
+        Lease lease; // the current hold's, null for none
+        int count;
+        // Releases the thread still owes holds that ended before its current one: paid after the current hold's own.
+        int owed;
     }
 
     public ThreadBoundLock(LeaseEngine engine) {
@@ -71,8 +69,24 @@ public final class ThreadBoundLock implements DistributedLock {
     /** Like {@link #acquire()}, but an interrupt neither ends the wait nor gives up its place: {@code Lock.lock()}. */
     void acquireUninterruptibly() {
         if (!reenter()) {
-            hold(engine.acquireUninterruptibly());
+            hold(engine.acquireUninterruptibly(false));
         }
+    }
+
+    /**
+     * One look, which an interrupt neither ends nor undoes, so that a free lock is taken whatever the interrupt flag
+     * says: {@code Lock.tryLock()}.
+     */
+    boolean tryAcquireUninterruptibly() {
+        if (reenter()) {
+            return true;
+        }
+        Lease lease = engine.acquireUninterruptibly(true);
+        if (lease == null) {
+            return false;
+        }
+        hold(lease);
+        return true;
     }
 
     @Override
@@ -91,58 +105,52 @@ public final class ThreadBoundLock implements DistributedLock {
 
     @Override
     public void release() {
-        Thread me = Thread.currentThread();
-        Hold hold = holds.get(me);
-        if (hold == null) {
-            Integer left = owed.get(me);
-            if (left == null) {
-                throw notHeld(me, null);
+        Holder me = holders.get();
+        if (me.lease == null) {
+            if (me.owed == 0) {
+                throw notHeld(null);
             }
-            if (left == 1) {
-                owed.remove(me);
-            } else {
-                owed.put(me, left - 1);
-            }
+            me.owed--;
             return; // owed to a hold that ended before the one just released: quiet
         }
-        if (--hold.count == 0) {
-            holds.remove(me, hold);
-            if (isLive(hold.lease) && !partnerShares(hold.lease)) {
-                hold.lease.close();
+        if (--me.count == 0) {
+            Lease lease = me.lease;
+            me.lease = null;
+            if (isLive(lease) && !partnerShares(lease)) {
+                lease.close();
             }
         }
     }
 
     @Override
     public boolean isHeldByCurrentThread() {
-        return liveHold(Thread.currentThread()) != null;
+        return liveHold() != null;
     }
 
     @Override
     public int holdCount() {
-        Hold hold = liveHold(Thread.currentThread());
-        return hold == null ? 0 : hold.count;
+        Holder me = liveHold();
+        return me == null ? 0 : me.count;
     }
 
     @Override
     public boolean isAcquiredInThisProcess() {
-        return holds.values().stream().anyMatch(h -> isLive(h.lease))
-                || asyncLeases.stream().anyMatch(ThreadBoundLock::isLive);
+        return live.stream().anyMatch(ThreadBoundLock::isLive);
     }
 
     @Override
     public Lease lease() {
-        return ownHold().lease;
+        Holder me = liveHold();
+        if (me == null) {
+            throw notHeld(holders.get().lease);
+        }
+        return me.lease;
     }
 
+    /** The lease counts as this lock's before the caller hears of it, even in a callback it chained on. */
     @Override
     public CompletableFuture<Lease> acquireAsync() {
-        CompletableFuture<Lease> future = engine.acquireAsync();
-        future.thenAccept(lease -> {
-            asyncLeases.add(lease);
-            lease.ended().whenComplete((state, error) -> asyncLeases.remove(lease));
-        });
-        return future;
+        return engine.acquireAsync(this::track);
     }
 
     @Override
@@ -171,7 +179,16 @@ public final class ThreadBoundLock implements DistributedLock {
     }
 
     private void hold(Lease lease) {
-        holds.put(Thread.currentThread(), new Hold(lease));
+        Holder me = holders.get();
+        me.lease = lease;
+        me.count = 1;
+        track(lease);
+    }
+
+    /** Counts the lease as held through this lock until it ends. */
+    private void track(Lease lease) {
+        live.add(lease);
+        lease.ended().whenComplete((state, error) -> live.remove(lease));
     }
 
     /**
@@ -179,23 +196,22 @@ public final class ThreadBoundLock implements DistributedLock {
      * lock's pair; refuses an upgrade from read to write.
      */
     private boolean reenter() {
-        Thread me = Thread.currentThread();
-        Hold hold = liveHold(me);
-        if (hold != null) {
-            hold.count++;
+        Holder me = holders.get();
+        if (me.lease != null && isLive(me.lease)) {
+            me.count++;
             return true;
         }
-        Hold ended = holds.remove(me); // a hold whose lease ended: the thread queues afresh
-        if (ended != null) {
-            owed.merge(me, ended.count, Integer::sum); // its releases are still owed, after the new hold's
+        if (me.lease != null) { // a hold whose lease ended: the thread queues afresh
+            me.owed += me.count; // its releases are still owed, after the new hold's
+            me.lease = null;
         }
         if (wouldWaitBehindItself()) {
             throw new IllegalStateException("the current thread holds the read lock on " + engine.path()
                     + " and would wait behind itself for the write lock; release the read lock first");
         }
-        Hold write = writePartner == null ? null : writePartner.liveHold(me);
+        Holder write = writePartner == null ? null : writePartner.liveHold();
         if (write != null) {
-            holds.put(me, new Hold(write.lease)); // downgrade: share the write lock's node
+            hold(write.lease); // downgrade: share the write lock's node
             return true;
         }
         return false;
@@ -206,14 +222,13 @@ public final class ThreadBoundLock implements DistributedLock {
      * would wait behind itself, and {@link #acquire} refuses it.
      */
     boolean wouldWaitBehindItself() {
-        Thread me = Thread.currentThread();
-        return readPartner != null && liveHold(me) == null && readPartner.liveHold(me) != null;
+        return readPartner != null && liveHold() == null && readPartner.liveHold() != null;
     }
 
-    /** The thread's hold while its lease has not ended; null once it has, whatever releases are still owed. */
-    private Hold liveHold(Thread thread) {
-        Hold hold = holds.get(thread);
-        return hold != null && isLive(hold.lease) ? hold : null;
+    /** The current thread's side while its hold's lease has not ended; null once it has, or with no hold. */
+    private Holder liveHold() {
+        Holder me = holders.get();
+        return me.lease != null && isLive(me.lease) ? me : null;
     }
 
     /** HELD, or SUSPECT and possibly HELD again: not yet lost or released. */
@@ -225,22 +240,14 @@ public final class ThreadBoundLock implements DistributedLock {
     /** Whether the paired lock still holds {@code lease} for the current thread, so its node must stay. */
     private boolean partnerShares(Lease lease) {
         ThreadBoundLock partner = readPartner != null ? readPartner : writePartner;
-        Hold hold = partner == null ? null : partner.liveHold(Thread.currentThread());
+        Holder hold = partner == null ? null : partner.liveHold();
         return hold != null && hold.lease == lease;
     }
 
-    private Hold ownHold() {
-        Thread me = Thread.currentThread();
-        Hold hold = liveHold(me);
-        if (hold == null) {
-            throw notHeld(me, holds.get(me));
-        }
-        return hold;
-    }
-
-    private IllegalMonitorStateException notHeld(Thread thread, Hold ended) {
-        String how = ended == null ? "" : "; its lease ended " + ended.lease.state();
+    /** {@code ended} is the lease of the thread's hold that ended, or null if it has none. */
+    private IllegalMonitorStateException notHeld(Lease ended) {
+        String how = ended == null ? "" : "; its lease ended " + ended.state();
         return new IllegalMonitorStateException(
-                "the current thread (" + thread.getName() + ") does not hold " + engine.path() + how);
+                "the current thread (" + Thread.currentThread().getName() + ") does not hold " + engine.path() + how);
     }
 }
