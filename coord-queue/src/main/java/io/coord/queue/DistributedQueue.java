@@ -54,12 +54,14 @@ import org.apache.zookeeper.data.Stat;
  * creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. No call starts a write
  * while the client is disconnected: a zero timeout answers at once then (false, null, empty), {@code offer(item)},
  * {@code poll()}, {@code drainTo(sink, max)}, {@code peek()}, {@code element()}, {@code size()} and {@code
- * isEmpty()}, which never wait, throw {@link CoordinationException}, and an untimed {@code put} waits for the
- * connection, interruptibly, before it joins a write. A timeout shorter than the reads a call needs ends it with
- * nothing done: {@link Duration#ZERO} is the one look. Once the first write is on the wire the call sees it
- * through, past the deadline if need be, so that no item is ever written or taken without the caller knowing; the
- * overrun is bounded by the retry policy and the time to reconnect. Any non-negative timeout is accepted; one too
- * long to count in nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
+ * isEmpty()}, which never wait, throw {@link CoordinationException} (as they do when the connection drops during the
+ * call and they did nothing), and an untimed {@code put} waits for the connection, interruptibly, before it joins a
+ * write. A timeout shorter than the reads a call needs ends it with nothing done: {@link Duration#ZERO} is the one
+ * look. Once the first write is on the wire the call sees it through, past the deadline if need be, so that no item
+ * is ever written or taken without the caller knowing; the overrun is bounded by the retry policy and the time to
+ * reconnect. A write cut off by the client's close fails with a {@link CoordinationException} that says it cannot
+ * tell whether the write landed. Any non-negative timeout is accepted; one too long to count in nanoseconds,
+ * {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
  *
  * <p>Instances are thread-safe, and all instances on one client and path share one cache of item names, one watch
  * and one set of write slots. A namespace facade ({@code client.usingNamespace(ns)}) works like any client, with the
@@ -185,6 +187,9 @@ public final class DistributedQueue<T> {
         }
         if (stored.isEmpty()) {
             queue.checkStarted(); // refused as any other call, though it has nothing to write
+            if (queue.context.isClosed()) {
+                throw ClientContext.closedError(queue.layout.items());
+            }
             return;
         }
         producer.write(stored, Deadline.forever());
@@ -317,20 +322,37 @@ public final class DistributedQueue<T> {
         V call() throws InterruptedException;
     }
 
-    /** Runs a call made with {@link Deadline#now()}, which never waits interruptibly. */
+    /**
+     * Runs a call made with {@link Deadline#now()}, which never waits interruptibly. One that answers "nothing" (false,
+     * null, none) after the connection dropped may have stopped short for that alone: it throws, as it would have had
+     * the connection dropped before, so that "nothing" only ever means the queue's state.
+     */
     private <V> V untimed(Untimed<V> call, String action) {
+        long epoch = queue.context.connectionEpoch();
         if (queue.started() && !queue.context.isConnected()) {
             // Nothing to wait with, and a write sent now would be waited for until the connection is back.
             throw new CoordinationException("not " + action + " " + queue.layout.items()
                     + ": the client is not connected to ZooKeeper, and this call does not wait");
         }
         try {
-            return call.call();
+            V answer = call.call();
+            if (answeredNothing(answer) && queue.started() && queue.context.connectionEpoch() != epoch) {
+                throw new CoordinationException("nothing done " + action + " " + queue.layout.items()
+                        + ": the connection to ZooKeeper dropped during the call, which does not wait for it");
+            }
+            return answer;
         } catch (InterruptedException e) {
             // Not reached: without a deadline nothing waits interruptibly. Kept honest all the same.
             Thread.currentThread().interrupt();
             throw new CoordinationException("interrupted while " + action + " " + queue.layout.items(), e);
         }
+    }
+
+    private static boolean answeredNothing(Object answer) {
+        return answer == null
+                || Boolean.FALSE.equals(answer)
+                || Integer.valueOf(0).equals(answer)
+                || (answer instanceof Collection<?> none && none.isEmpty());
     }
 
     private static <T> T first(List<QueueConsumer.Taken<T>> taken) {

@@ -213,42 +213,64 @@ final class QueueProducer {
         } finally {
             lock.unlock();
         }
-        String items = queue.layout.items();
-        if (interruptible) {
-            awaitTurn(batch, stored, bytes);
-        } else {
-            BackgroundRequests.awaitFully(batch.turn, items);
+        if (!awaitTurn(batch, stored, bytes, interruptible)) {
+            return false; // the connection dropped while the batch still gathered, and the call does not wait
         }
         if (claim(batch)) {
             send(batch);
         }
-        return BackgroundRequests.awaitFully(batch.landed, items);
+        return BackgroundRequests.awaitFully(batch.landed, queue.layout.items());
     }
 
-    /** Waits for the batch to close, leaving it if interrupted before. */
-    private void awaitTurn(Batch batch, List<byte[]> stored, long bytes) throws InterruptedException {
-        try {
-            batch.turn.get();
-        } catch (InterruptedException e) {
-            lock.lock();
+    /**
+     * Waits for the batch to close; false if the call left it before, having written nothing. An interruptible call
+     * leaves it if interrupted, and throws. One that must not wait leaves it if the connection drops: the write ahead
+     * of it could then wait for the connection to come back. Once the batch is closed it is seen through.
+     */
+    private boolean awaitTurn(Batch batch, List<byte[]> stored, long bytes, boolean interruptible)
+            throws InterruptedException {
+        if (interruptible) {
             try {
-                if (forming == batch) {
-                    batch.writes.removeIf(write -> write == stored); // this call's own list, not an equal one
-                    batch.bytes -= bytes;
-                    batch.items -= stored.size();
-                    reserved -= stored.size();
-                    if (batch.writes.isEmpty()) {
-                        forming = null; // nobody is left to send it: the next write starts a new one
-                    }
+                batch.turn.get();
+                return true;
+            } catch (InterruptedException e) {
+                if (leave(batch, stored, bytes)) {
                     throw e;
                 }
-            } finally {
-                lock.unlock();
+                Thread.currentThread().interrupt(); // kept for the caller, as for any write already on its way
+            } catch (ExecutionException e) {
+                throw new IllegalStateException("a batch's turn never fails", e);
             }
-            Thread.currentThread().interrupt(); // kept for the caller, as for any write already on its way
-            BackgroundRequests.awaitFully(batch.turn, queue.layout.items()); // closed already: seen through
-        } catch (ExecutionException e) {
-            throw new IllegalStateException("a batch's turn never fails", e);
+        } else {
+            CompletableFuture<Void> dropped = queue.connectionDropped();
+            if (queue.context.isConnected()) {
+                BackgroundRequests.awaitFully(CompletableFuture.anyOf(batch.turn, dropped), queue.layout.items());
+            }
+            if (!batch.turn.isDone() && leave(batch, stored, bytes)) {
+                return false;
+            }
+        }
+        BackgroundRequests.awaitFully(batch.turn, queue.layout.items()); // closed already: seen through
+        return true;
+    }
+
+    /** Takes the call's items out of the batch if it still gathers; false if it is closed already. */
+    private boolean leave(Batch batch, List<byte[]> stored, long bytes) {
+        lock.lock();
+        try {
+            if (forming != batch) {
+                return false;
+            }
+            batch.writes.removeIf(write -> write == stored); // this call's own list, not an equal one
+            batch.bytes -= bytes;
+            batch.items -= stored.size();
+            reserved -= stored.size();
+            if (batch.writes.isEmpty()) {
+                forming = null; // nobody is left to send it: the next write starts a new one
+            }
+            return true;
+        } finally {
+            lock.unlock();
         }
     }
 

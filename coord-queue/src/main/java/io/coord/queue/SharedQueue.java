@@ -2,6 +2,7 @@ package io.coord.queue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.BackgroundRequests;
+import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
 import io.coord.core.internal.SerialExecutor;
@@ -48,6 +49,8 @@ final class SharedQueue {
     private record Known(int count, long created, long zxid) {}
 
     private final AtomicReference<Known> known = new AtomicReference<>();
+    // Fired when the connection drops, the session ends or the client closes.
+    private final ChangeSignal dropped = new ChangeSignal();
     // ZooKeeper's count of the creates under the items parent has reached its end, 2147483647, as a count or a write
     // of this client found: every later item would be named the same.
     private volatile boolean counterEnded;
@@ -204,8 +207,16 @@ final class SharedQueue {
         return BackgroundRequests.code(event) == Code.OK ? event.getStat().getEphemeralOwner() : 0;
     }
 
+    /** Completes when the connection next drops, the session ends or the client closes: take it before looking. */
+    CompletableFuture<Void> connectionDropped() {
+        return dropped.snapshot();
+    }
+
     /** On Curator's listener thread: only flips local state and wakes waiters, never blocks. */
     private void sessionChanged(SessionEvent event) {
+        if (event != SessionEvent.RECONNECTED && event != SessionEvent.NEW_SESSION) {
+            dropped.fire();
+        }
         switch (event) {
             case SUSPENDED -> {} // watches and ephemeral znodes live on unless the session ends
             case RECONNECTED -> items.reconnected(); // same session: claims and watches survived, events did not

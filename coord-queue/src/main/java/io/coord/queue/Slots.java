@@ -126,7 +126,18 @@ final class Slots {
      * abandoned half-known.
      */
     Outcome commit(Slot slot, List<CuratorOp> ops, String what) {
-        return outcome(slot, BackgroundRequests.awaitFully(send(slot, ops, what), what), what);
+        boolean closedBefore = queue.context.isClosed();
+        try {
+            return outcome(slot, BackgroundRequests.awaitFully(send(slot, ops, what), what), what);
+        } catch (CoordinationException e) {
+            if (closedBefore || !queue.context.isClosed() || e instanceof WriteInDoubt) {
+                throw e;
+            }
+            // Sent ahead of the session's close, it may land; and the slot that could tell is deleted with the client.
+            throw new WriteInDoubt(
+                    "cannot tell whether a write to " + what + " landed: the client was closed while it was in flight",
+                    e);
+        }
     }
 
     /** Sends {@code ops} behind the slot's setData; {@link #outcome} then reads the answer. */
@@ -311,6 +322,10 @@ final class Slots {
 
         WriteInDoubt(String message) {
             super(message);
+        }
+
+        WriteInDoubt(String message, Throwable cause) {
+            super(message, cause);
         }
     }
 

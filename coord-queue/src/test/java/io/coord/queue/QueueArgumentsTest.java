@@ -82,6 +82,8 @@ class QueueArgumentsTest {
         CoordinationException e = assertThrows(CoordinationException.class, () -> queue.offer("x"));
         assertTrue(e.getMessage().contains("/never/started/items"), e.getMessage());
         assertThrows(CoordinationException.class, queue::poll);
+        CoordinationException nothingToWrite = assertThrows(CoordinationException.class, () -> queue.putAll(List.of()));
+        assertTrue(nothingToWrite.getMessage().contains("/never/started/items"), nothingToWrite.getMessage());
     }
 
     @Test

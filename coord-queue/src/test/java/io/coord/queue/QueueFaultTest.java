@@ -123,6 +123,74 @@ class QueueFaultTest {
     }
 
     @Test
+    void anOfferGatheredBehindAWriteCutOffByAnOutageFailsAtOnceAndWritesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("offer-behind-outage");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = outageProofThrough(proxy);
+        CuratorFramework admin = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.put("a"); // the producer knows the count: the writes below need no read
+        proxy.loseReplies(true);
+        CompletableFuture<Void> put = Background.call(() -> {
+            queue.put("b");
+            return null;
+        });
+        await().until(() -> admin.checkExists().forPath(path + "/items").getNumChildren() == 2); // on the server
+        // An untimed offer now gathers into the next transaction, behind the put's, whose reply is lost.
+        CompletableFuture<Boolean> offered = new CompletableFuture<>();
+        Thread offering = new Thread(() -> {
+            try {
+                offered.complete(queue.offer("c"));
+            } catch (Throwable e) {
+                offered.completeExceptionally(e);
+            }
+        });
+        offering.start();
+        await().until(() -> offered.isDone() || offering.getState() == Thread.State.WAITING);
+
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> offered.get(10, TimeUnit.SECONDS));
+        assertEquals(
+                "nothing done offering to " + path + "/items: the connection to ZooKeeper dropped during the call,"
+                        + " which does not wait for it",
+                failed.getCause().getMessage());
+
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+        put.get(30, TimeUnit.SECONDS);
+        assertEquals(List.of("a", "b"), drain(queue(admin, path)), "the put landed once, the offer not at all");
+        client.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aWriteCutOffByTheClientsCloseSaysItMayHaveLanded() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("write-at-close");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = outageProofThrough(proxy);
+        CuratorFramework admin = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.put("a");
+        proxy.loseReplies(true);
+        CompletableFuture<Void> put = Background.call(() -> {
+            queue.put("b");
+            return null;
+        });
+        await().until(() -> admin.checkExists().forPath(path + "/items").getNumChildren() == 2);
+
+        client.close();
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> put.get(10, TimeUnit.SECONDS));
+        assertEquals(
+                "cannot tell whether a write to " + path + "/items landed: the client was closed while it was in"
+                        + " flight",
+                failed.getCause().getMessage());
+        proxy.loseReplies(false);
+        assertEquals(List.of("a", "b"), drain(queue(admin, path)), "it had landed");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aReleaseThatCannotTellIfItLandedLooksAtTheClaimSoTheItemIsNotHiddenFromItsOwnClient() throws Exception {
         String path = ZooKeeperFixture.uniquePath("release-in-doubt");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
