@@ -26,12 +26,17 @@ public interface Claim<T> extends AutoCloseable {
      * Removes the item for good. Returns false if the claim was no longer ours: it was closed, or our session ended
      * since the claim was made, so the item may have gone to another consumer. A true answer means this call removed
      * the item, even if its reply was lost on the way. Calling it again after a successful ack returns true.
+     *
+     * @throws io.coord.core.CoordinationException if ZooKeeper refused the removal (a permission, say) while the
+     *     claim is still ours: it stays held, to be acknowledged again or closed
      */
     boolean ack();
 
     /**
      * Without an ack, gives the item back: it becomes available again in its original place at the head of the
-     * queue. Idempotent, and a no-op after {@link #ack()}.
+     * queue. Idempotent, and a no-op after {@link #ack()}. Returns once the release has been answered, so that a
+     * poll of this client right after it finds the item; while the client is disconnected it returns at once, and the
+     * release goes out when the connection is back.
      */
     @Override
     void close();

@@ -38,8 +38,8 @@ final class QueueClaim<T> implements Claim<T> {
     private final long session;
     private final T item;
     private final ReentrantLock lock = new ReentrantLock();
-    // Guarded by lock.
-    private State state = State.HELD;
+    // Written under lock; read without it only to be shown, since an ack holds the lock through an outage.
+    private volatile State state = State.HELD;
     // The session marker known to prove this claim (see proving). Used by one thread at a time: an acker under the
     // lock, or the one releaser after the state left HELD.
     private volatile String provenBy;
@@ -116,18 +116,17 @@ final class QueueClaim<T> implements Claim<T> {
         } finally {
             lock.unlock();
         }
-        // The first answer only, so that a poll right after close() finds the item at the head.
-        BackgroundRequests.awaitFully(answered, queue.layout.claim(name));
+        // The first answer only, so that a poll right after close() finds the item at the head; and not through an
+        // outage, where the release goes on without the closer.
+        CompletableFuture<Void> dropped = queue.connectionDropped();
+        if (queue.context.isConnected()) {
+            BackgroundRequests.awaitFully(CompletableFuture.anyOf(answered, dropped), queue.layout.claim(name));
+        }
     }
 
     @Override
     public String toString() {
-        lock.lock();
-        try {
-            return "Claim[" + queue.layout.item(name) + ", " + state + "]";
-        } finally {
-            lock.unlock();
-        }
+        return "Claim[" + queue.layout.item(name) + ", " + state + "]";
     }
 
     private boolean remove() {
@@ -155,6 +154,10 @@ final class QueueClaim<T> implements Claim<T> {
                 marker = markerAgain(marker);
                 markersMade++;
                 continue;
+            }
+            if (outcome.failedOp() >= 0 && outcome.code() != Code.NONODE) {
+                // Refused (a permission, say), and the claim still ours: the caller hears it, and may close it.
+                throw BackgroundRequests.failure("acknowledging", queue.layout.item(name), outcome.code());
             }
             if (outcome.failedOp() >= 0) {
                 // The marker (so the session), the item or the claim is gone. A session's end gives the name back

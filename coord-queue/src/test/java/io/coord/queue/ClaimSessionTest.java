@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
+import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
@@ -154,6 +155,64 @@ class ClaimSessionTest {
         Claim<String> claim = queue.claim(Duration.ZERO).orElseThrow(); // the item is in play again
         assertEquals("x", claim.item());
         assertTrue(claim.ack());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void anAckRefusedWhileTheClaimIsStillOursThrowsAndKeepsTheClaim() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("ack-refused");
+        DistributedQueue<String> queue = queue(zk.newClient(), path);
+        queue.offer("x");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+        CuratorFramework hand = zk.newClient();
+        hand.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL & ~ZooDefs.Perms.DELETE, new Id("world", "anyone"))))
+                .forPath(path + "/items");
+
+        CoordinationException refused = assertThrows(CoordinationException.class, claim::ack);
+        String item =
+                path + "/items/" + hand.getChildren().forPath(path + "/items").get(0);
+        assertEquals("acknowledging " + item + " failed: NOAUTH", refused.getMessage());
+        assertTrue(claim.toString().endsWith(", HELD]"), claim.toString());
+
+        hand.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone"))))
+                .forPath(path + "/items");
+        assertTrue(claim.ack(), "still ours, and acknowledged once allowed");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void closingAClaimWhileCutOffReturnsAtOnceAndItsReleaseGoesOutOnceConnected() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("close-cut-off");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(builder -> builder.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .retryPolicy(new RetryNTimes(1_000, 100)));
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("x");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+        long session = sessionOf(client);
+        CountDownLatch suspended = new CountDownLatch(1);
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (state == ConnectionState.SUSPENDED) {
+                suspended.countDown();
+            }
+        });
+
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+        Background.call(() -> {
+                    claim.close();
+                    return null;
+                })
+                .get(10, TimeUnit.SECONDS); // Curator's retries would hold it for minutes
+        proxy.refuseConnections(false);
+
+        assertEquals("x", queue(zk.newClient(), path).poll(WAIT), "the item is back for every client");
+        assertEquals(session, sessionOf(client), "the test needs one session");
+        client.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
