@@ -13,6 +13,7 @@ import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.data.Stat;
 
@@ -328,7 +329,7 @@ public final class DistributedQueue<T> {
      * the connection dropped before, so that "nothing" only ever means the queue's state.
      */
     private <V> V untimed(Untimed<V> call, String action) {
-        long epoch = queue.context.connectionEpoch();
+        CompletableFuture<Void> dropped = queue.connectionDropped();
         if (queue.started() && !queue.context.isConnected()) {
             // Nothing to wait with, and a write sent now would be waited for until the connection is back.
             throw new CoordinationException("not " + action + " " + queue.layout.items()
@@ -336,7 +337,7 @@ public final class DistributedQueue<T> {
         }
         try {
             V answer = call.call();
-            if (answeredNothing(answer) && queue.started() && queue.context.connectionEpoch() != epoch) {
+            if (answeredNothing(answer) && dropped.isDone() && !queue.context.isClosed()) {
                 throw new CoordinationException("nothing done " + action + " " + queue.layout.items()
                         + ": the connection to ZooKeeper dropped during the call, which does not wait for it");
             }
