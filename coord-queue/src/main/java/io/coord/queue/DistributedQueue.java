@@ -14,6 +14,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Predicate;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.data.Stat;
 
@@ -135,7 +136,7 @@ public final class DistributedQueue<T> {
      */
     public boolean offer(T item) {
         List<byte[]> stored = List.of(encode(item));
-        return untimed(() -> producer.write(stored, Deadline.now()), "offering to");
+        return untimed(() -> producer.write(stored, Deadline.now()), written -> !written, "offering to");
     }
 
     /**
@@ -201,7 +202,7 @@ public final class DistributedQueue<T> {
      * disconnected it throws {@link CoordinationException}, and nothing was taken.
      */
     public T poll() {
-        return first(untimed(() -> consumer.take(1, false, Deadline.now()), "polling"));
+        return first(untimed(() -> consumer.take(1, false, Deadline.now()), List::isEmpty, "polling"));
     }
 
     /**
@@ -249,7 +250,7 @@ public final class DistributedQueue<T> {
      */
     public int drainTo(Collection<? super T> sink, int maxItems) {
         checkSink(sink, maxItems);
-        return untimed(() -> consumer.drain(sink, maxItems, Deadline.now()), "draining");
+        return untimed(() -> consumer.drain(sink, maxItems, Deadline.now()), moved -> moved == 0, "draining");
     }
 
     /**
@@ -268,7 +269,7 @@ public final class DistributedQueue<T> {
 
     /** The first item nobody holds, left in place; null when there is none. */
     public T peek() {
-        return untimed(consumer::peek, "peeking at");
+        return untimed(consumer::peek, Objects::isNull, "peeking at");
     }
 
     /**
@@ -291,6 +292,7 @@ public final class DistributedQueue<T> {
                     queue.checkStarted();
                     return BackgroundRequests.awaitFully(queue.counts.next(), queue.layout.items());
                 },
+                counted -> false, // a count either answers or fails
                 "counting the items of");
         return stat == null ? 0 : stat.getNumChildren();
     }
@@ -324,11 +326,11 @@ public final class DistributedQueue<T> {
     }
 
     /**
-     * Runs a call made with {@link Deadline#now()}, which never waits interruptibly. One that answers "nothing" (false,
-     * null, none) after the connection dropped may have stopped short for that alone: it throws, as it would have had
-     * the connection dropped before, so that "nothing" only ever means the queue's state.
+     * Runs a call made with {@link Deadline#now()}, which never waits interruptibly. One whose answer is {@code
+     * nothing} (false, null, none) after the connection dropped or the client closed may have stopped short for that
+     * alone: it throws, as it would have had that happened before, so that "nothing" only ever means the queue's state.
      */
-    private <V> V untimed(Untimed<V> call, String action) {
+    private <V> V untimed(Untimed<V> call, Predicate<? super V> nothing, String action) {
         CompletableFuture<Void> dropped = queue.connectionDropped();
         if (queue.started() && !queue.context.isConnected()) {
             // Nothing to wait with, and a write sent now would be waited for until the connection is back.
@@ -337,7 +339,10 @@ public final class DistributedQueue<T> {
         }
         try {
             V answer = call.call();
-            if (answeredNothing(answer) && dropped.isDone() && !queue.context.isClosed()) {
+            if (nothing.test(answer) && queue.context.isClosed()) {
+                throw ClientContext.closedError(queue.layout.items());
+            }
+            if (nothing.test(answer) && (dropped.isDone() || !queue.context.isConnected())) {
                 throw new CoordinationException("nothing done " + action + " " + queue.layout.items()
                         + ": the connection to ZooKeeper dropped during the call, which does not wait for it");
             }
@@ -347,13 +352,6 @@ public final class DistributedQueue<T> {
             Thread.currentThread().interrupt();
             throw new CoordinationException("interrupted while " + action + " " + queue.layout.items(), e);
         }
-    }
-
-    private static boolean answeredNothing(Object answer) {
-        return answer == null
-                || Boolean.FALSE.equals(answer)
-                || Integer.valueOf(0).equals(answer)
-                || (answer instanceof Collection<?> none && none.isEmpty());
     }
 
     private static <T> T first(List<QueueConsumer.Taken<T>> taken) {

@@ -150,14 +150,14 @@ final class QueueClaim<T> implements Claim<T> {
             if (outcome.landed()) {
                 return true;
             }
+            if (outcome.failedOp() >= 0 && outcome.code() != Code.NONODE) {
+                // Refused (a permission, say), and the claim still ours: the caller hears it, and may close it.
+                throw BackgroundRequests.failure("acknowledging", queue.layout.item(name), outcome.code());
+            }
             if (outcome.failedOp() == 0 && markersMade < MAX_MARKERS && queue.context.sessionId() == session) {
                 marker = markerAgain(marker);
                 markersMade++;
                 continue;
-            }
-            if (outcome.failedOp() >= 0 && outcome.code() != Code.NONODE) {
-                // Refused (a permission, say), and the claim still ours: the caller hears it, and may close it.
-                throw BackgroundRequests.failure("acknowledging", queue.layout.item(name), outcome.code());
             }
             if (outcome.failedOp() >= 0) {
                 // The marker (so the session), the item or the claim is gone. A session's end gives the name back

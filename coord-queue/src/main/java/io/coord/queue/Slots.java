@@ -2,6 +2,7 @@ package io.coord.queue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.BackgroundRequests;
+import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
@@ -126,18 +127,28 @@ final class Slots {
      * abandoned half-known.
      */
     Outcome commit(Slot slot, List<CuratorOp> ops, String what) {
-        boolean closedBefore = queue.context.isClosed();
-        try {
-            return outcome(slot, BackgroundRequests.awaitFully(send(slot, ops, what), what), what);
-        } catch (CoordinationException e) {
-            if (closedBefore || !queue.context.isClosed() || e instanceof WriteInDoubt) {
-                throw e;
-            }
-            // Sent ahead of the session's close, it may land; and the slot that could tell is deleted with the client.
-            throw new WriteInDoubt(
-                    "cannot tell whether a write to " + what + " landed: the client was closed while it was in flight",
-                    e);
+        if (queue.context.isClosed()) {
+            throw ClientContext.closedError(what); // nothing sent
         }
+        CuratorEvent reply;
+        try {
+            reply = BackgroundRequests.awaitFully(send(slot, ops, what), what);
+        } catch (CoordinationException e) {
+            throw inDoubtIfClosed(e, what);
+        }
+        return outcome(slot, reply, what);
+    }
+
+    /**
+     * A write on its way when the client closed: sent ahead of the session's close, it may land, and the slot that
+     * could tell is deleted with the client.
+     */
+    private CoordinationException inDoubtIfClosed(CoordinationException e, String what) {
+        if (!queue.context.isClosed() || e instanceof WriteInDoubt) {
+            return e;
+        }
+        return new WriteInDoubt(
+                "cannot tell whether a write to " + what + " landed: the client was closed while it was in flight", e);
     }
 
     /** Sends {@code ops} behind the slot's setData; {@link #outcome} then reads the answer. */
@@ -239,6 +250,14 @@ final class Slots {
      * settling write is itself sent again after a lost reply, its own landing is not taken for the transaction's.
      */
     Outcome settle(Slot slot, String what) {
+        try {
+            return settling(slot, what);
+        } catch (CoordinationException e) {
+            throw inDoubtIfClosed(e, what);
+        }
+    }
+
+    private Outcome settling(Slot slot, String what) {
         CuratorFramework client = queue.context.client();
         int carried = slot.version;
         byte[] token = settleToken(carried);
