@@ -411,7 +411,7 @@ class ReentrantMutexTest {
         for (int round = 0; round < 100; round++) {
             CompletableFuture<Lease> withdrawn = mutex.acquireAsync();
             if (!withdrawn.cancel(false)) {
-                withdrawn.join().close(); // granted before the cancel: nothing was withdrawn this round
+                withdrawn.join().close(); // delivered before the cancel: nothing was withdrawn this round
             }
             assertTrue(mutex.acquire(Duration.ZERO), "free, yet refused in round " + round);
             mutex.release();

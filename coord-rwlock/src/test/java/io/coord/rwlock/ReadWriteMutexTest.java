@@ -134,6 +134,8 @@ class ReadWriteMutexTest {
         rw.writeLock().release();
         assertTrue(rw.readLock().isHeldByCurrentThread());
         assertFalse(rw.writeLock().isHeldByCurrentThread());
+        assertTrue(rw.readLock().isAcquiredInThisProcess());
+        assertFalse(rw.writeLock().isAcquiredInThisProcess(), "the write lock's node stays for the reader alone");
         assertEquals(LeaseState.HELD, rw.readLock().lease().state());
 
         // Still reading: the writer queued behind must not get in.
@@ -142,6 +144,22 @@ class ReadWriteMutexTest {
         assertFalse(queuedWriter.isDone());
         rw.readLock().release();
         queuedWriter.get(10, TimeUnit.SECONDS).close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aReadHoldEndedInsideAWriteHoldLeavesOnlyTheWriteLockAcquired() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("downgrade-read-ends");
+        ReadWriteMutex rw = new ReadWriteMutex(zk.newClient(), path);
+        rw.writeLock().acquire();
+        for (int round = 0; round < 3; round++) {
+            rw.readLock().acquire();
+            rw.readLock().release();
+            assertFalse(rw.readLock().isAcquiredInThisProcess(), "round " + round);
+            assertTrue(rw.writeLock().isAcquiredInThisProcess(), "round " + round);
+        }
+        rw.writeLock().release();
+        assertFalse(rw.writeLock().isAcquiredInThisProcess());
         zk.assertNoLeaks(path);
     }
 

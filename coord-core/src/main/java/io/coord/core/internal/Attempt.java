@@ -273,6 +273,7 @@ final class Attempt {
         } catch (Exception e) {
             act(todo -> {
                 creating = false; // not sent
+                context.withdrawalDone(OwnNodes.idOf(prefix));
                 failWith(e, todo);
             });
         }
@@ -283,10 +284,13 @@ final class Attempt {
             if (gen != generation) {
                 List<String> stale = made == null ? List.of() : made.names();
                 String id = OwnNodes.idOf(prefix);
-                todo.add(() -> CompletableFuture.allOf(stale.stream()
-                                .map(name -> context.deleteGuaranteed(full(name)))
-                                .toArray(CompletableFuture[]::new))
-                        .thenRun(() -> context.withdrawalDone(id)));
+                if (made != null || !ResultCodes.isInDoubt(rc)) {
+                    todo.add(() -> CompletableFuture.allOf(stale.stream()
+                                    .map(name -> context.deleteGuaranteed(full(name)))
+                                    .toArray(CompletableFuture[]::new))
+                            .thenRun(() -> context.withdrawalDone(id)));
+                }
+                // else it may have landed unseen: the id stays, and the sweep below deletes what it finds by it.
                 // A replayed copy of this create may have landed unseen, even after a sweep at withdrawal. Sweep the
                 // old generations' ids only, unless withdrawn: the current one may name a granted lease.
                 sweepLater(todo, phase != Phase.WITHDRAWN, stale);

@@ -525,7 +525,10 @@ public final class ClientContext {
         withdrawnIds.add(id);
     }
 
-    /** What the create named with {@code id} made is deleted, or it made nothing. */
+    /**
+     * What the create named with {@code id} made is deleted, or it made nothing. One whose reply was lost is never
+     * called done: a copy may have landed unseen, so its id stays for the client's life, a few bytes each time.
+     */
     void withdrawalDone(String id) {
         withdrawnIds.remove(id);
     }

@@ -178,8 +178,13 @@ public final class LeaseEngine {
         future.whenComplete((lease, error) -> {
             // Cancelled, timed out, or completed from outside with anything but our lease: withdraw.
             if (lease == null || lease != delivered.get()) {
-                attempt.giveUp(
+                boolean withdrawn = attempt.giveUp(
                         isTimeout(error) ? Observer.AcquireOutcome.TIMED_OUT : Observer.AcquireOutcome.CANCELLED);
+                if (!withdrawn && !attempt.result.isCompletedExceptionally()) {
+                    // Granted, and not delivered yet: released here, on the caller's thread, so that the release is
+                    // sent before anything the caller sends next (the delivery's own close finds it done).
+                    attempt.result.join().close();
+                }
             }
         });
         return future;

@@ -33,6 +33,9 @@ public final class ThreadBoundLock implements DistributedLock {
     private final ThreadLocal<Holder> holders = ThreadLocal.withInitial(Holder::new);
     // Every lease, thread-bound or async, that holds through this lock and has not ended yet.
     private final Set<Lease> live = ConcurrentHashMap.newKeySet();
+    // The leases whose end this lock listens for, once each: a write lease that a thread downgrades again and again
+    // while it holds it gets one listener, not one per downgrade.
+    private final Set<Lease> listened = ConcurrentHashMap.newKeySet();
     private ThreadBoundLock readPartner; // set on a write lock
     private ThreadBoundLock writePartner; // set on a read lock
 
@@ -116,6 +119,7 @@ public final class ThreadBoundLock implements DistributedLock {
         if (--me.count == 0) {
             Lease lease = me.lease;
             me.lease = null;
+            live.remove(lease); // not through this lock any more, though its partner may still hold the lease
             if (isLive(lease) && !partnerShares(lease)) {
                 lease.close();
             }
@@ -185,10 +189,15 @@ public final class ThreadBoundLock implements DistributedLock {
         track(lease);
     }
 
-    /** Counts the lease as held through this lock until it ends. */
+    /** Counts the lease as held through this lock until it ends, or its thread's hold does. */
     private void track(Lease lease) {
         live.add(lease);
-        lease.ended().whenComplete((state, error) -> live.remove(lease));
+        if (listened.add(lease)) {
+            lease.ended().whenComplete((state, error) -> {
+                live.remove(lease);
+                listened.remove(lease);
+            });
+        }
     }
 
     /**
