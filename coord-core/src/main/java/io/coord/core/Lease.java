@@ -27,7 +27,8 @@ public interface Lease extends AutoCloseable {
     CompletableFuture<LeaseState> ended();
 
     /**
-     * Calls {@code listener} with every state this lease enters after the call, on {@code executor}. A listener that
+     * Calls {@code listener} with every state this lease enters after the call, on {@code executor}; one added after
+     * the lease ended is called once, with its final state. A listener that
      * throws is logged and otherwise ignored. With a direct executor ({@code Runnable::run}) the listener runs on the
      * lease's own delivery thread: while it blocks, the lease's other listeners wait for it (though coord's own
      * reactions, such as an election interrupting its task, do not).

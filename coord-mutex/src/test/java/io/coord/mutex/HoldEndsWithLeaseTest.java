@@ -14,7 +14,9 @@ import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.Test;
@@ -111,6 +113,19 @@ class HoldEndsWithLeaseTest {
             assertTrue(seen, "not acquired in this process, in a stage chained on the lease, in round " + round);
             assertFalse(mutex.isAcquiredInThisProcess());
         }
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aListenerAddedAfterTheLeaseEndedHearsItsFinalState() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("late-listener");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        Lease lease = mutex.lease();
+        mutex.release();
+        List<LeaseState> heard = new CopyOnWriteArrayList<>();
+        lease.addStateListener(heard::add, Runnable::run);
+        await().until(() -> heard.equals(List.of(LeaseState.RELEASED)));
         zk.assertNoLeaks(path);
     }
 

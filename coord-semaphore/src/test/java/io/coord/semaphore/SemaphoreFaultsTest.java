@@ -250,6 +250,38 @@ class SemaphoreFaultsTest {
     }
 
     @Test
+    void aHolderOneOfWhoseNodesGoesWhileItIsCutOffIsLostOnReconnectAndLeavesNoPermitTaken() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("holder-node-gone-cut-off");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework admin = zk.newClient();
+        DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 4);
+        Lease lease = semaphore.acquire(2);
+        String first = lease.path().substring(path.length() + 1);
+        String ours = first.substring(0, first.indexOf('-', "_c_".length() + 36) + 1); // _c_<uuid>-
+        List<String> nodes = admin.getChildren().forPath(path).stream()
+                .filter(name -> name.startsWith(ours))
+                .sorted()
+                .toList();
+        assertEquals(2, nodes.size(), nodes.toString());
+
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        await().until(() -> lease.state() == LeaseState.SUSPECT);
+        admin.delete().forPath(path + "/" + nodes.get(1)); // the second permit, not the node a check reads first
+        proxy.refuseConnections(false);
+
+        await().until(() -> lease.state() == LeaseState.LOST);
+        await().until(() -> admin.getChildren().forPath(path).stream().noneMatch(name -> name.startsWith(ours)));
+        Lease all = new DistributedSemaphore(admin, path, 4).acquire(4);
+        all.close();
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aOneLookFirstUseIsRefusedWhenItsCheckLosesTheConnectionAndTheCheckGoesOn() throws Exception {
         String path = ZooKeeperFixture.uniquePath("one-look-record");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));

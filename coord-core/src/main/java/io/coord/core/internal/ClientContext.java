@@ -18,6 +18,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import org.apache.curator.CuratorZookeeperClient;
@@ -634,8 +636,10 @@ public final class ClientContext {
                     connected = true;
                     ready = onConnected;
                     onConnected = new ArrayList<>();
+                    // Not state(): a close noticed there would fail attempts under this lock, which grants take
+                    // after their own.
                     toConfirm = leases.stream()
-                            .filter(l -> l.state() == LeaseState.SUSPECT)
+                            .filter(l -> l.current() == LeaseState.SUSPECT)
                             .toList();
                 }
                 case SUSPENDED, READ_ONLY -> {
@@ -708,36 +712,64 @@ public final class ClientContext {
         leases.forEach(lease -> confirm(lease, epoch));
     }
 
+    /** What a check of one of a lease's nodes found. In order: the verdict on the lease is its worst node's. */
+    private enum NodeCheck {
+        OURS,
+        ASK_AGAIN,
+        GONE
+    }
+
+    /** Checks every node of the lease: one of a semaphore's permits may be gone while the first is still ours. */
     private void confirm(LeaseImpl lease, long epoch) {
-        try {
-            client.checkExists()
-                    .inBackground((c, event) -> confirmed(lease, epoch, event))
-                    .forPath(lease.path());
-        } catch (Exception e) {
-            log.debug("could not confirm {}", lease.path(), e);
+        List<String> nodes = lease.nodes();
+        AtomicInteger left = new AtomicInteger(nodes.size());
+        AtomicReference<NodeCheck> worst = new AtomicReference<>(NodeCheck.OURS);
+        for (String node : nodes) {
+            try {
+                client.checkExists()
+                        .inBackground((c, event) -> {
+                            NodeCheck found = check(lease, event);
+                            worst.accumulateAndGet(found, (a, b) -> a.compareTo(b) >= 0 ? a : b);
+                            if (left.decrementAndGet() == 0) {
+                                confirmed(lease, epoch, worst.get());
+                            }
+                        })
+                        .forPath(node);
+            } catch (Exception e) {
+                log.debug("could not confirm {}", node, e);
+                return;
+            }
         }
     }
 
-    private void confirmed(LeaseImpl lease, long epoch, CuratorEvent event) {
+    private NodeCheck check(LeaseImpl lease, CuratorEvent event) {
         KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
-        boolean retry = false;
+        if (rc == KeeperException.Code.OK) {
+            boolean ours = event.getStat() != null && event.getStat().getEphemeralOwner() == lease.session();
+            return ours && lease.session() == sessionId() ? NodeCheck.OURS : NodeCheck.GONE;
+        }
+        return rc == KeeperException.Code.NONODE ? NodeCheck.GONE : NodeCheck.ASK_AGAIN;
+    }
+
+    private void confirmed(LeaseImpl lease, long epoch, NodeCheck verdict) {
+        boolean lost = false;
         stateLock.lock();
         try {
             if (epoch != connectionEpoch) {
                 return; // the connection moved on; the next RECONNECTED confirms again
             }
-            if (rc == KeeperException.Code.OK) {
-                boolean ours = event.getStat() != null && event.getStat().getEphemeralOwner() == lease.session();
-                lease.moveTo(ours && lease.session() == sessionId() ? LeaseState.HELD : LeaseState.LOST);
-            } else if (rc == KeeperException.Code.NONODE) {
-                lease.moveTo(LeaseState.LOST);
-            } else {
-                retry = true;
+            switch (verdict) {
+                case OURS -> lease.moveTo(LeaseState.HELD);
+                case GONE -> lost = lease.moveTo(LeaseState.LOST);
+                case ASK_AGAIN -> {}
             }
         } finally {
             stateLock.unlock();
         }
-        if (retry) {
+        if (lost) {
+            // What is left of it would hold its place (a semaphore's other permits) for as long as the session lives.
+            lease.nodes().forEach(this::deleteGuaranteed);
+        } else if (verdict == NodeCheck.ASK_AGAIN) {
             whenConnected(() -> confirmAll(List.of(lease), epoch));
         }
     }

@@ -81,7 +81,17 @@ final class LeaseImpl implements Lease {
 
     @Override
     public void addStateListener(Consumer<LeaseState> listener, Executor executor) {
-        listeners.add(listener, executor);
+        lock.lock();
+        try {
+            LeaseState now = state;
+            if (now == LeaseState.LOST || now == LeaseState.RELEASED) {
+                listeners.addAndTell(listener, executor, "ended " + now, l -> l.accept(now)); // its end, once
+            } else {
+                listeners.add(listener, executor);
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     @Override
@@ -200,7 +210,8 @@ final class LeaseImpl implements Lease {
         return true;
     }
 
-    private LeaseState current() {
+    /** The state as it is, without asking whether the client was closed meanwhile. */
+    LeaseState current() {
         lock.lock();
         try {
             return state;
