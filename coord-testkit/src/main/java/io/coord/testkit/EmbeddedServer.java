@@ -57,7 +57,8 @@ public final class EmbeddedServer {
 
     /**
      * Starts a killed server again with its data, and waits until it serves clients (in a quorum, once it has
-     * rejoined).
+     * rejoined). A member of a quorum can serve only while a majority runs: while fewer run, it returns without
+     * waiting, and the restart that makes the majority waits for them all.
      *
      * @throws IllegalStateException if the server is running
      */

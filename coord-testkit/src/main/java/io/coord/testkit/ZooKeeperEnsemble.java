@@ -16,6 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.test.InstanceSpec;
 import org.apache.curator.test.TestingCluster;
@@ -324,16 +325,63 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         assertNoWatchesUnder(path);
     }
 
-    /** Closes the test's clients and proxies and restarts its killed servers: the state a test starts from. */
+    /**
+     * Restarts the test's killed servers and lifts its cuts, then closes its clients: the state a test starts from. In
+     * that order, so that each client's close reaches a server and ends its session, and no ephemeral node of one test
+     * waits out a session timeout in the next.
+     */
     public void reset() {
-        clients.forEach(CuratorFramework::close);
-        clients.clear();
-        proxies.forEach(ZooKeeperProxy::close);
-        proxies.clear();
+        boolean restarted = false;
         for (EmbeddedServer server : servers) {
             if (!server.isRunning()) {
                 server.restart();
+                restarted = true;
             }
+        }
+        proxies.forEach(proxy -> {
+            proxy.refuseConnections(false);
+            proxy.cutOff(Duration.ZERO);
+            proxy.loseReplies(false);
+        });
+        // A client cut off reconnects first, so that its close ends its session on the servers; one that cannot
+        // within a session timeout, all clients together, is closed as it is.
+        long deadline = System.nanoTime() + sessionTimeout.toNanos();
+        for (CuratorFramework client : clients) {
+            if (restarted || !client.getZookeeperClient().isConnected()) {
+                awaitReconnected(client, deadline); // a killed server's client may not have noticed yet
+            }
+            client.close();
+        }
+        clients.clear();
+        proxies.forEach(ZooKeeperProxy::close);
+        proxies.clear();
+    }
+
+    /** Whether the client connects to this ensemble's servers or to one of its open proxies: only then can it. */
+    private boolean reachable(CuratorFramework client) {
+        String connectString = client.getZookeeperClient().getCurrentConnectionString();
+        return connectString.equals(connectString())
+                || proxies.stream().anyMatch(p -> p.isOpen() && connectString.equals(p.connectString()));
+    }
+
+    /**
+     * Waits, until the deadline, for one request of the client to be answered: its connection may not have noticed
+     * yet that a killed server's socket is gone, and only an answer proves that its close will reach a server.
+     */
+    private void awaitReconnected(CuratorFramework client, long deadline) {
+        if (client.getState() != CuratorFrameworkState.STARTED || !reachable(client)) {
+            return;
+        }
+        CountDownLatch answered = new CountDownLatch(1);
+        try {
+            client.checkExists()
+                    .inBackground((c, event) -> answered.countDown())
+                    .forPath("/");
+            answered.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Exception e) {
+            // Closed meanwhile, or refused at once: closed as it is.
         }
     }
 
@@ -351,13 +399,19 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         onCluster("kill", spec, cluster::killServer);
     }
 
+    /**
+     * Restarts a killed server and waits until it serves, with every other running one. A member of a quorum serves
+     * only once a majority runs: a restart that leaves fewer running returns without waiting.
+     */
     void restart(InstanceSpec spec) {
         onCluster("restart", spec, cluster::restartServer);
-        for (EmbeddedServer server : servers) {
-            if (server.spec().equals(spec)) {
-                awaitServing(server, SERVER_READY);
-            }
+        List<EmbeddedServer> serving = servers.stream()
+                .filter(server -> server.isRunning() || server.spec().equals(spec))
+                .toList();
+        if (servers.size() > 1 && serving.size() * 2 <= servers.size()) {
+            return;
         }
+        serving.forEach(server -> awaitServing(server, SERVER_READY));
     }
 
     @FunctionalInterface
@@ -429,6 +483,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     private static List<String> describeChildren(ZooKeeper reader, String path) throws Exception {
         List<String> children;
         try {
+            syncWith(reader, path); // a follower that lags the leader must not miss a create
             children = reader.getChildren(path, false);
         } catch (org.apache.zookeeper.KeeperException.NoNodeException e) {
             return List.of();
@@ -444,6 +499,12 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             }
         }
         return described;
+    }
+
+    private static void syncWith(ZooKeeper reader, String path) throws InterruptedException {
+        CountDownLatch synced = new CountDownLatch(1);
+        reader.sync(path, (rc, p, ctx) -> synced.countDown(), null);
+        synced.await(CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS);
     }
 
     /** What is left, polled until it is empty or twice a session timeout has passed, time for expiries to land. */

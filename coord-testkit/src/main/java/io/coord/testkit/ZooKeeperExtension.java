@@ -1,8 +1,10 @@
 package io.coord.testkit;
 
+import java.io.IOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionConfigurationException;
@@ -14,13 +16,36 @@ import org.junit.platform.commons.support.AnnotationSupport;
 
 /**
  * The extension behind {@link ZooKeeperTest}. The ensemble lives in the store of the annotated class's context, so
- * JUnit closes it when that class is done; nested classes share their enclosing class's ensemble.
+ * JUnit closes it when that class is done; nested classes share their enclosing class's ensemble, unless annotated
+ * themselves: then they have their own, as their annotation says.
  */
 public final class ZooKeeperExtension
         implements BeforeAllCallback, TestInstancePostProcessor, ParameterResolver, AfterEachCallback {
     private static final ExtensionContext.Namespace NAMESPACE =
             ExtensionContext.Namespace.create(ZooKeeperExtension.class);
     private static final String ENSEMBLE = "ensemble";
+
+    /**
+     * The ensemble as the store keeps it. JUnit closes a stored {@code AutoCloseable} from 5.13 on, and only a
+     * {@code CloseableResource} before: this is both, so that a build on an older JUnit does not leave the servers
+     * running for the rest of the JVM.
+     */
+    @SuppressWarnings("deprecation") // CloseableResource, for JUnit before 5.13
+    private static final class Held implements ExtensionContext.Store.CloseableResource, AutoCloseable {
+        final ZooKeeperEnsemble ensemble;
+        private final AtomicBoolean closed = new AtomicBoolean();
+
+        Held(ZooKeeperEnsemble ensemble) {
+            this.ensemble = ensemble;
+        }
+
+        @Override
+        public void close() throws IOException {
+            if (closed.compareAndSet(false, true)) {
+                ensemble.close();
+            }
+        }
+    }
 
     @Override
     public void beforeAll(ExtensionContext context) throws Exception {
@@ -49,14 +74,12 @@ public final class ZooKeeperExtension
     }
 
     private static ZooKeeperEnsemble ensemble(ExtensionContext context) {
-        ExtensionContext.Store store = context.getStore(NAMESPACE);
-        ZooKeeperEnsemble existing = store.get(ENSEMBLE, ZooKeeperEnsemble.class);
-        if (existing != null) {
-            return existing;
-        }
         ExtensionContext owner = annotatedClassContext(context);
-        // An AutoCloseable in a store is closed when its context ends: here, after the annotated class's last test.
-        return owner.getStore(NAMESPACE).getOrComputeIfAbsent(ENSEMBLE, key -> start(owner), ZooKeeperEnsemble.class);
+        // Keyed by the annotated class: a store lookup falls back to the enclosing classes' stores, which must not
+        // hand an annotated nested class its enclosing class's ensemble. Closed when the owner's context ends: after
+        // the annotated class's last test.
+        String key = ENSEMBLE + ":" + owner.getRequiredTestClass().getName();
+        return owner.getStore(NAMESPACE).getOrComputeIfAbsent(key, k -> new Held(start(owner)), Held.class).ensemble;
     }
 
     private static ExtensionContext annotatedClassContext(ExtensionContext context) {

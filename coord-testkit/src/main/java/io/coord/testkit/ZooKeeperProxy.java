@@ -87,8 +87,11 @@ public final class ZooKeeperProxy implements AutoCloseable {
 
     /** Closes every open connection, as a network failure would. The client reconnects at once if it can. */
     public void cutConnections() {
-        sockets.forEach(ZooKeeperProxy::closeQuietly);
-        sockets.clear();
+        // One by one: a socket the accept loop adds meanwhile is closed on the loop's next look, not forgotten.
+        for (Socket socket : sockets) {
+            closeQuietly(socket);
+            sockets.remove(socket);
+        }
     }
 
     /** While on, new connections are closed as soon as they are accepted. */
@@ -125,6 +128,11 @@ public final class ZooKeeperProxy implements AutoCloseable {
      */
     public void dropNextReply() {
         dropNextReply.set(true);
+    }
+
+    /** Whether it still relays: not closed. */
+    boolean isOpen() {
+        return !closed;
     }
 
     /** How many of the server's packets were lost so far. */

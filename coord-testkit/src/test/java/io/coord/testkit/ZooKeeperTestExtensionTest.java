@@ -2,12 +2,15 @@ package io.coord.testkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
+import org.apache.zookeeper.CreateMode;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Order;
@@ -49,7 +52,9 @@ class ZooKeeperTestExtensionTest {
     @Test
     @Order(3)
     void restartsAServerATestLeftKilled() throws Exception {
-        EmbeddedServer server = shared.killServerOf(shared.newClient());
+        CuratorFramework client = shared.newClient();
+        client.create().withMode(CreateMode.EPHEMERAL).forPath("/left-behind");
+        EmbeddedServer server = shared.killServerOf(client);
         EARLIER_CLIENTS.add(null);
         assertEquals(false, server.isRunning());
     }
@@ -58,7 +63,22 @@ class ZooKeeperTestExtensionTest {
     @Order(4)
     void startsTheNextTestOnAWholeEnsemble() throws Exception {
         assertEquals(true, shared.servers().get(0).isRunning());
-        shared.newClient().checkExists().forPath("/");
+        // The server came back before the last test's client closed, so that its session ended with it.
+        assertNull(shared.newClient().checkExists().forPath("/left-behind"));
+    }
+
+    @Nested
+    @ZooKeeperTest(servers = 3)
+    class NestedTestsWithTheirOwnSettings {
+        @Test
+        void haveTheirOwnEnsemble(ZooKeeperEnsemble parameter) throws Exception {
+            assertNotSame(shared, parameter);
+            assertEquals(3, parameter.servers().size());
+            // Killed whole, and brought back one by one: a lone member cannot serve, so its restart does not wait.
+            parameter.servers().forEach(EmbeddedServer::kill);
+            parameter.servers().forEach(EmbeddedServer::restart);
+            parameter.newClient().create().forPath("/after-a-total-outage");
+        }
     }
 
     @Nested
