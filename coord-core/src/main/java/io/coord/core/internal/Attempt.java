@@ -62,6 +62,7 @@ final class Attempt {
     // A timed caller's deadline passed before the first decision: the attempt ends at that decision.
     private volatile boolean lastLook;
     private boolean decidedOnce; // the queue has been looked at once: granted, or told to wait
+    private LeaseImpl granted; // the grant, which the caller may have given up on before it could be delivered
     final OwnNodes own = new OwnNodes();
     private Waiting waiting;
 
@@ -373,6 +374,7 @@ final class Attempt {
             return;
         }
         List<String> names = own.take(); // the lease owns them now
+        granted = lease;
         waiting.granted(lease, names, todo);
         finish(lease, todo);
     }
@@ -411,6 +413,11 @@ final class Attempt {
             return;
         }
         phase = Phase.WITHDRAWN;
+        if (granted != null) {
+            // Granted as the caller gave up: released by the caller's thread too, before it hears, so that its next
+            // look cannot meet the lease's node (the grant's own thread closes it as well; closing is idempotent).
+            todo.add(granted::close);
+        }
         generation++; // a create still in flight now finds itself stale and deletes what it made
         if (creating) {
             context.withdrawnInFlight(own.currentId()); // until then, this client's next look passes its nodes by
@@ -436,6 +443,13 @@ final class Attempt {
             strays.get().stream()
                     .filter(name -> !deleting.contains(name))
                     .forEach(name -> todo.add(() -> context.deleteGuaranteed(full(name))));
+        } else if (ended.get()) {
+            // A late reply after the attempt left the path's shared state: joined for this sweep alone, and left.
+            SharedPath once = context.join(engine.path());
+            todo.add(() -> {
+                once.sweep(prefixes);
+                context.leave(once);
+            });
         } else {
             SharedPath sweeper = shared();
             todo.add(() -> sweeper.sweep(prefixes));

@@ -18,6 +18,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
@@ -64,6 +65,9 @@ public final class ClientContext {
     // The ids (_c_<id>-) of creates withdrawn while in flight, until what they made is deleted (see
     // #withdrawnInFlight).
     private final Set<String> withdrawnIds = ConcurrentHashMap.newKeySet();
+    private final AtomicBoolean closeNoticed = new AtomicBoolean();
+    // Guarded by stateLock: what connected() hands out until the next connection.
+    private CompletableFuture<Void> nextConnection;
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
     private final Map<String, PathView> views = new ConcurrentHashMap<>();
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
@@ -323,10 +327,28 @@ public final class ClientContext {
         return answer;
     }
 
-    /** Completes once the client is connected, at once if it is now; fails if the client is closed first. */
+    /**
+     * Completes once the client is connected, at once if it is now; fails if the client is closed first. Every
+     * caller of one outage shares one future, so that timed waits that give up leave nothing behind them.
+     */
     public CompletableFuture<Void> connected() {
-        CompletableFuture<Void> ready = track(new CompletableFuture<>());
-        whenConnected(() -> ready.complete(null));
+        CompletableFuture<Void> ready;
+        boolean fresh;
+        stateLock.lock();
+        try {
+            ready = nextConnection;
+            fresh = ready == null || ready.isDone();
+            if (fresh) {
+                ready = new CompletableFuture<>();
+                nextConnection = ready;
+            }
+        } finally {
+            stateLock.unlock();
+        }
+        if (fresh) {
+            CompletableFuture<Void> made = track(ready);
+            whenConnected(() -> made.complete(null));
+        }
         return ready;
     }
 
@@ -357,7 +379,11 @@ public final class ClientContext {
         return !client.getConnectionStateErrorPolicy().isErrorState(ConnectionState.SUSPENDED);
     }
 
-    /** True once the client is closed; also notices the close of a client with no CuratorListenable to tell it. */
+    /**
+     * True once the client is closed; also notices the close of a client with no CuratorListenable to tell it. What a
+     * close sets off (failing attempts, telling listeners) then runs on another thread: the caller may hold a lock of
+     * its own (an attempt's, a view's) that those take.
+     */
     public boolean isClosed() {
         if (closed) {
             return true;
@@ -365,7 +391,9 @@ public final class ClientContext {
         if (client.getState() != CuratorFrameworkState.STOPPED) {
             return false; // the common case, on every Lease.state(): two volatile reads, no lock
         }
-        closed(); // idempotent: a second caller finds every lease LOST and every attempt done already
+        if (closeNoticed.compareAndSet(false, true)) {
+            Executors.USER.execute(this::closed); // idempotent, should the client's own news come first
+        }
         return true;
     }
 

@@ -63,7 +63,7 @@ final class LeaseImpl implements Lease {
     public LeaseState state() {
         LeaseState now = current();
         if ((now == LeaseState.HELD || now == LeaseState.SUSPECT) && context.isClosed()) {
-            return current(); // closing the client made it LOST
+            return LeaseState.LOST; // what closing the client makes it, if it has not yet
         }
         return now;
     }
