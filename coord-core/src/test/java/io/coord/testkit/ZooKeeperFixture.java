@@ -160,6 +160,16 @@ public final class ZooKeeperFixture
     }
 
     /**
+     * A started, connected client through {@code proxy} whose session outlives an outage and whose retries outlast
+     * it: nothing but the code under test gives up on a request while the proxy cuts or loses replies.
+     */
+    public CuratorFramework newOutageProofClient(ZooKeeperProxy proxy) throws InterruptedException {
+        return newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) OUTAGE_PROOF_SESSION.toMillis())
+                .retryPolicy(new RetryNTimes(1_000, 100)));
+    }
+
+    /**
      * Options under which a client declares its session lost once cut off for 2 s (Curator's simulated expiry) while
      * the server keeps it for 20 s, and gives up on a request after one try: a client that moves on from a session
      * the server still keeps.

@@ -274,9 +274,7 @@ class MutexFaultTest {
         holder.acquire();
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         // A session that outlives the outage, and retries that outlast it: nothing but coord ends the look.
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework client = zk.newOutageProofClient(proxy);
         ReentrantMutex looker = new ReentrantMutex(client, path);
         Session session = Session.of(client);
 

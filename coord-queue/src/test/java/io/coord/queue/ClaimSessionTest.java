@@ -186,9 +186,7 @@ class ClaimSessionTest {
     void closingAClaimWhileCutOffReturnsAtOnceAndItsReleaseGoesOutOnceConnected() throws Exception {
         String path = ZooKeeperFixture.uniquePath("close-cut-off");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(builder -> builder.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework client = zk.newOutageProofClient(proxy);
         DistributedQueue<String> queue = queue(client, path);
         queue.offer("x");
         Claim<String> claim = queue.claim(WAIT).orElseThrow();

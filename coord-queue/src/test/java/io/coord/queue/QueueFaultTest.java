@@ -44,13 +44,6 @@ class QueueFaultTest {
         return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
     }
 
-    /** A client through {@code proxy} whose session outlives an outage, and whose retries outlast it. */
-    private static CuratorFramework outageProofThrough(ZooKeeperProxy proxy) throws InterruptedException {
-        return zk.newCustomClient(b -> b.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .retryPolicy(new RetryNTimes(1_000, 100)));
-    }
-
     /**
      * Cuts the client behind {@code proxy} off, deletes the queue's write slots by hand meanwhile, and lets the client
      * back, with its replies: a write whose reply was lost is then sent again, onto a missing slot.
@@ -66,6 +59,32 @@ class QueueFaultTest {
         proxy.refuseConnections(false);
     }
 
+    /**
+     * A queue at {@code path} whose client reaches the server through {@code proxy}, with "a" in it and a put of "b"
+     * that has landed on the server while its reply is lost: the producer knows the count, so its writes need no read.
+     */
+    private record PutInFlight(
+            ZooKeeperProxy proxy,
+            CuratorFramework client,
+            CuratorFramework admin,
+            DistributedQueue<String> queue,
+            CompletableFuture<Void> put) {
+        static PutInFlight start(String path) throws Exception {
+            ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+            CuratorFramework client = zk.newOutageProofClient(proxy);
+            CuratorFramework admin = zk.newClient();
+            DistributedQueue<String> queue = QueueFaultTest.queue(client, path);
+            queue.put("a");
+            proxy.loseReplies(true);
+            CompletableFuture<Void> put = Background.call(() -> {
+                queue.put("b");
+                return null;
+            });
+            await().until(() -> admin.checkExists().forPath(path + "/items").getNumChildren() == 2);
+            return new PutInFlight(proxy, client, admin, queue, put);
+        }
+    }
+
     private static List<String> drain(DistributedQueue<String> queue) {
         List<String> items = new ArrayList<>();
         for (String item = queue.poll(); item != null; item = queue.poll()) {
@@ -78,7 +97,7 @@ class QueueFaultTest {
     void aDrainWhoseLaterRoundCannotTellIfItLandedReturnsWhatItTookAndItsNextCallFails() throws Exception {
         String path = ZooKeeperFixture.uniquePath("drain-in-doubt");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = outageProofThrough(proxy);
+        CuratorFramework client = zk.newOutageProofClient(proxy);
         CuratorFramework admin = zk.newClient();
         List<String> items = new ArrayList<>();
         for (int i = 0; i < 150; i++) {
@@ -125,17 +144,9 @@ class QueueFaultTest {
     @Test
     void anOfferGatheredBehindAWriteCutOffByAnOutageFailsAtOnceAndWritesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("offer-behind-outage");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = outageProofThrough(proxy);
-        CuratorFramework admin = zk.newClient();
-        DistributedQueue<String> queue = queue(client, path);
-        queue.put("a"); // the producer knows the count: the writes below need no read
-        proxy.loseReplies(true);
-        CompletableFuture<Void> put = Background.call(() -> {
-            queue.put("b");
-            return null;
-        });
-        await().until(() -> admin.checkExists().forPath(path + "/items").getNumChildren() == 2); // on the server
+        PutInFlight inFlight = PutInFlight.start(path);
+        ZooKeeperProxy proxy = inFlight.proxy();
+        DistributedQueue<String> queue = inFlight.queue();
         // An untimed offer now gathers into the next transaction, behind the put's, whose reply is lost.
         CompletableFuture<Boolean> offered = new CompletableFuture<>();
         Thread offering = new Thread(() -> {
@@ -158,35 +169,27 @@ class QueueFaultTest {
 
         proxy.loseReplies(false);
         proxy.refuseConnections(false);
-        put.get(30, TimeUnit.SECONDS);
-        assertEquals(List.of("a", "b"), drain(queue(admin, path)), "the put landed once, the offer not at all");
-        client.close();
+        inFlight.put().get(30, TimeUnit.SECONDS);
+        assertEquals(
+                List.of("a", "b"), drain(queue(inFlight.admin(), path)), "the put landed once, the offer not at all");
+        inFlight.client().close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
     @Test
     void aWriteCutOffByTheClientsCloseSaysItMayHaveLanded() throws Exception {
         String path = ZooKeeperFixture.uniquePath("write-at-close");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = outageProofThrough(proxy);
-        CuratorFramework admin = zk.newClient();
-        DistributedQueue<String> queue = queue(client, path);
-        queue.put("a");
-        proxy.loseReplies(true);
-        CompletableFuture<Void> put = Background.call(() -> {
-            queue.put("b");
-            return null;
-        });
-        await().until(() -> admin.checkExists().forPath(path + "/items").getNumChildren() == 2);
+        PutInFlight inFlight = PutInFlight.start(path);
 
-        client.close();
-        ExecutionException failed = assertThrows(ExecutionException.class, () -> put.get(10, TimeUnit.SECONDS));
+        inFlight.client().close();
+        ExecutionException failed =
+                assertThrows(ExecutionException.class, () -> inFlight.put().get(10, TimeUnit.SECONDS));
         assertEquals(
                 "cannot tell whether a write to " + path + "/items landed: the client was closed while it was in"
                         + " flight",
                 failed.getCause().getMessage());
-        proxy.loseReplies(false);
-        assertEquals(List.of("a", "b"), drain(queue(admin, path)), "it had landed");
+        inFlight.proxy().loseReplies(false);
+        assertEquals(List.of("a", "b"), drain(queue(inFlight.admin(), path)), "it had landed");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
@@ -194,7 +197,7 @@ class QueueFaultTest {
     void aReleaseThatCannotTellIfItLandedLooksAtTheClaimSoTheItemIsNotHiddenFromItsOwnClient() throws Exception {
         String path = ZooKeeperFixture.uniquePath("release-in-doubt");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = outageProofThrough(proxy);
+        CuratorFramework client = zk.newOutageProofClient(proxy);
         CuratorFramework admin = zk.newClient();
         DistributedQueue<String> consumer = queue(client, path);
         queue(admin, path).offer("x");
@@ -216,7 +219,7 @@ class QueueFaultTest {
     void aWriteWhoseSlotIsDeletedWhileItsReplyIsLostFailsRatherThanWritingTwice() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-deleted-in-doubt");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = outageProofThrough(proxy);
+        CuratorFramework client = zk.newOutageProofClient(proxy);
         DistributedQueue<String> producer = queue(client, path);
         producer.offer("warm-up"); // the slot is made, and the count known
         CuratorFramework admin = zk.newClient();

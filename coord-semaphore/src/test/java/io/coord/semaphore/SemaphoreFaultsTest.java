@@ -253,9 +253,7 @@ class SemaphoreFaultsTest {
     void aHolderOneOfWhoseNodesGoesWhileItIsCutOffIsLostOnReconnectAndLeavesNoPermitTaken() throws Exception {
         String path = ZooKeeperFixture.uniquePath("holder-node-gone-cut-off");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework client = zk.newOutageProofClient(proxy);
         CuratorFramework admin = zk.newClient();
         DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 4);
         Lease lease = semaphore.acquire(2);
