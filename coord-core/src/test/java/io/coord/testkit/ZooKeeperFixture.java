@@ -14,6 +14,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.test.TestingCluster;
 import org.apache.zookeeper.Watcher;
@@ -157,6 +158,17 @@ public final class ZooKeeperFixture
      */
     public CuratorFramework newOutageProofClient() throws InterruptedException {
         return newCustomClient(builder -> builder.sessionTimeoutMs((int) OUTAGE_PROOF_SESSION.toMillis()));
+    }
+
+    /** Counts down once {@code client} reports {@code state}: a test's wait for a connection change it caused. */
+    public static CountDownLatch latchOn(CuratorFramework client, ConnectionState state) {
+        CountDownLatch reached = new CountDownLatch(1);
+        client.getConnectionStateListenable().addListener((c, now) -> {
+            if (now == state) {
+                reached.countDown();
+            }
+        });
+        return reached;
     }
 
     /**

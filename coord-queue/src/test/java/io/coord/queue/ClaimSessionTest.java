@@ -62,12 +62,7 @@ class ClaimSessionTest {
         queue.offer("x");
         Claim<String> claim = queue.claim(WAIT).orElseThrow();
         long session = sessionOf(client);
-        CountDownLatch reconnected = new CountDownLatch(1);
-        client.getConnectionStateListenable().addListener((c, state) -> {
-            if (state == ConnectionState.RECONNECTED) {
-                reconnected.countDown();
-            }
-        });
+        CountDownLatch reconnected = ZooKeeperFixture.latchOn(client, ConnectionState.RECONNECTED);
 
         client.getZookeeperClient().getZooKeeper().getTestable().closeSocket();
         assertTrue(reconnected.await(20, TimeUnit.SECONDS));
@@ -191,12 +186,7 @@ class ClaimSessionTest {
         queue.offer("x");
         Claim<String> claim = queue.claim(WAIT).orElseThrow();
         long session = sessionOf(client);
-        CountDownLatch suspended = new CountDownLatch(1);
-        client.getConnectionStateListenable().addListener((c, state) -> {
-            if (state == ConnectionState.SUSPENDED) {
-                suspended.countDown();
-            }
-        });
+        CountDownLatch suspended = ZooKeeperFixture.latchOn(client, ConnectionState.SUSPENDED);
 
         proxy.refuseConnections(true);
         proxy.cutConnections();

@@ -55,13 +55,7 @@ class QueueDeadlineTest {
     }
 
     private static CountDownLatch suspension(CuratorFramework client) {
-        CountDownLatch suspended = new CountDownLatch(1);
-        client.getConnectionStateListenable().addListener((c, state) -> {
-            if (state == ConnectionState.SUSPENDED) {
-                suspended.countDown();
-            }
-        });
-        return suspended;
+        return ZooKeeperFixture.latchOn(client, ConnectionState.SUSPENDED);
     }
 
     @Test

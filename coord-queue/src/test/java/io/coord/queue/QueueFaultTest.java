@@ -246,12 +246,7 @@ class QueueFaultTest {
         String path = ZooKeeperFixture.uniquePath("restart");
         CuratorFramework producerClient = zk.newClient();
         DistributedQueue<String> producer = queue(producerClient, path);
-        CountDownLatch suspended = new CountDownLatch(1);
-        producerClient.getConnectionStateListenable().addListener((c, state) -> {
-            if (state == ConnectionState.SUSPENDED) {
-                suspended.countDown();
-            }
-        });
+        CountDownLatch suspended = ZooKeeperFixture.latchOn(producerClient, ConnectionState.SUSPENDED);
         int items = 120;
         AtomicInteger written = new AtomicInteger();
         CompletableFuture<Void> writing = CompletableFuture.runAsync(() -> {
@@ -578,12 +573,7 @@ class QueueFaultTest {
                 .capacity(1)
                 .build();
         producer.offer("a");
-        CountDownLatch lost = new CountDownLatch(1);
-        client.getConnectionStateListenable().addListener((c, state) -> {
-            if (state == ConnectionState.LOST) {
-                lost.countDown();
-            }
-        });
+        CountDownLatch lost = ZooKeeperFixture.latchOn(client, ConnectionState.LOST);
         CompletableFuture<Void> putting = Background.call(() -> {
             producer.put("b");
             return null;
@@ -803,12 +793,7 @@ class QueueFaultTest {
         await("the take waits with its watch on")
                 .until(() -> requests.count("GetChildren") == 1 && zk.watchCount() > 0);
 
-        CountDownLatch reconnected = new CountDownLatch(1);
-        client.getConnectionStateListenable().addListener((c, state) -> {
-            if (state == ConnectionState.RECONNECTED) {
-                reconnected.countDown();
-            }
-        });
+        CountDownLatch reconnected = ZooKeeperFixture.latchOn(client, ConnectionState.RECONNECTED);
 
         // The removal lands, its answer is lost, and the connection is cut; reconnecting on the same session puts
         // the client's watches back on the server before anything else is sent.

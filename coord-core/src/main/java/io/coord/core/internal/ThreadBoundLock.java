@@ -84,12 +84,7 @@ public final class ThreadBoundLock implements DistributedLock {
         if (reenter()) {
             return true;
         }
-        Lease lease = engine.acquireUninterruptibly(true);
-        if (lease == null) {
-            return false;
-        }
-        hold(lease);
-        return true;
+        return holdIfGranted(engine.acquireUninterruptibly(true));
     }
 
     @Override
@@ -98,12 +93,7 @@ public final class ThreadBoundLock implements DistributedLock {
         if (reenter()) {
             return true;
         }
-        Lease lease = engine.acquire(timeout);
-        if (lease == null) {
-            return false;
-        }
-        hold(lease);
-        return true;
+        return holdIfGranted(engine.acquire(timeout));
     }
 
     @Override
@@ -180,6 +170,15 @@ public final class ThreadBoundLock implements DistributedLock {
     @Override
     public String toString() {
         return getClass().getSimpleName() + "[" + engine.path() + "]";
+    }
+
+    /** Holds a lease granted to a look or a timed wait; false if there was none. */
+    private boolean holdIfGranted(Lease lease) {
+        if (lease == null) {
+            return false;
+        }
+        hold(lease);
+        return true;
     }
 
     private void hold(Lease lease) {
