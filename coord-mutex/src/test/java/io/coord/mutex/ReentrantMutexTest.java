@@ -408,7 +408,7 @@ class ReentrantMutexTest {
         // only once its reply comes, after the look's own create: the look must not count it as a contender.
         String path = ZooKeeperFixture.uniquePath("look-after-withdrawal");
         ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
-        for (int round = 0; round < 100; round++) {
+        for (int round = 0; round < 30; round++) {
             CompletableFuture<Lease> withdrawn = mutex.acquireAsync();
             if (!withdrawn.cancel(false)) {
                 withdrawn.join().close(); // delivered before the cancel: nothing was withdrawn this round

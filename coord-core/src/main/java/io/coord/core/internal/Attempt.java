@@ -52,6 +52,8 @@ final class Attempt {
     private final Observer[] observers; // told of the start, so to be told of the end
     private volatile Observer.AcquireOutcome gaveUp; // why the caller withdrew, if it did
     private final AtomicBoolean reported = new AtomicBoolean();
+    // Completes once a withdrawal that followed the result (a caller's give-up) has sent its deletes.
+    private final CompletableFuture<Void> withdrawalSent = new CompletableFuture<>();
 
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock.
@@ -178,7 +180,14 @@ final class Attempt {
     /** The caller withdraws, for the reason given; false if the result was set first. */
     boolean giveUp(Observer.AcquireOutcome why) {
         gaveUp = why;
-        return result.cancel(false);
+        if (!result.cancel(false)) {
+            return false;
+        }
+        // The withdrawal is a dependent of the result, which a thread completing the result at the same moment may
+        // run instead of this one: wait until its deletes are sent, so that the caller's next request lands after.
+        // Sending never blocks, and the withdrawal waits for nothing this caller holds.
+        withdrawalSent.join();
+        return true;
     }
 
     void fail(RuntimeException error) {
@@ -401,7 +410,11 @@ final class Attempt {
 
     /** Deletes whatever this attempt created, if that is not under way yet. Runs once the result is not a lease. */
     private void withdraw() {
-        act(this::withdrawing);
+        try {
+            act(this::withdrawing);
+        } finally {
+            withdrawalSent.complete(null);
+        }
     }
 
     /**

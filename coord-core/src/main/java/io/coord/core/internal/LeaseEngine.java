@@ -162,7 +162,7 @@ public final class LeaseEngine {
 
     private CompletableFuture<Lease> acquireAsync(int nodes, LeasePredicate grant, Consumer<Lease> granted) {
         Attempt attempt = start(new Attempt.Request(nodes, grant, false));
-        CompletableFuture<Lease> future = new CompletableFuture<>();
+        Acquisition future = new Acquisition(attempt);
         AtomicReference<Lease> delivered = new AtomicReference<>();
         attempt.result.whenComplete((lease, error) -> context().callbacks().execute(() -> {
             if (error != null) {
@@ -178,16 +178,43 @@ public final class LeaseEngine {
         future.whenComplete((lease, error) -> {
             // Cancelled, timed out, or completed from outside with anything but our lease: withdraw.
             if (lease == null || lease != delivered.get()) {
-                boolean withdrawn = attempt.giveUp(
+                giveUp(
+                        attempt,
                         isTimeout(error) ? Observer.AcquireOutcome.TIMED_OUT : Observer.AcquireOutcome.CANCELLED);
-                if (!withdrawn && !attempt.result.isCompletedExceptionally()) {
-                    // Granted, and not delivered yet: released here, on the caller's thread, so that the release is
-                    // sent before anything the caller sends next (the delivery's own close finds it done).
-                    attempt.result.join().close();
-                }
             }
         });
         return future;
+    }
+
+    /**
+     * The caller's future of an async acquisition. Its {@code cancel} withdraws on the caller's thread before it
+     * returns (a dependent, which the delivering thread may run instead, would not), so that whatever the caller sends
+     * next lands after the withdrawal's deletes.
+     */
+    private static final class Acquisition extends CompletableFuture<Lease> {
+        private final Attempt attempt;
+
+        Acquisition(Attempt attempt) {
+            this.attempt = attempt;
+        }
+
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            boolean cancelled = super.cancel(mayInterruptIfRunning);
+            if (cancelled) {
+                giveUp(attempt, Observer.AcquireOutcome.CANCELLED);
+            }
+            return cancelled;
+        }
+    }
+
+    /** Withdraws the attempt; one granted meanwhile, and not delivered, is released here. Idempotent. */
+    private static void giveUp(Attempt attempt, Observer.AcquireOutcome why) {
+        if (!attempt.giveUp(why) && !attempt.result.isCompletedExceptionally()) {
+            // Granted, and not delivered yet: released on this thread, so that the release is sent before anything
+            // the caller sends next (the delivery's own close finds it done).
+            attempt.result.join().close();
+        }
     }
 
     /** A deadline {@code timeout} from now on this engine's ticker; null waits for ever, ZERO looks once. */

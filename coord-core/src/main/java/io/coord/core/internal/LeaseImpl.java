@@ -23,6 +23,8 @@ final class LeaseImpl implements Lease {
     private final long fencingToken;
     private final long session;
     private final CompletableFuture<LeaseState> ended = new CompletableFuture<>();
+    // Completes once the close that released the lease has sent its deletes.
+    private final CompletableFuture<Void> releaseSent = new CompletableFuture<>();
     private final SerialExecutor events = SerialExecutor.onCallbacks();
     private final OrderedListeners<Consumer<LeaseState>> listeners;
     // Coord's own reactions to every change (an election interrupting its task), which no listener may hold back.
@@ -119,7 +121,15 @@ final class LeaseImpl implements Lease {
     @Override
     public void close() {
         if (moveTo(LeaseState.RELEASED, true)) {
-            nodes.forEach(context::deleteGuaranteed);
+            try {
+                nodes.forEach(context::deleteGuaranteed);
+            } finally {
+                releaseSent.complete(null);
+            }
+        } else if (current() == LeaseState.RELEASED) {
+            // Closed on another thread a moment ago: return once its deletes are sent, as that close does, so that
+            // whatever this caller sends next lands after them. Sending never blocks, so this wait is short.
+            releaseSent.join();
         }
     }
 
