@@ -118,10 +118,7 @@ final class QueueClaim<T> implements Claim<T> {
         }
         // The first answer only, so that a poll right after close() finds the item at the head; and not through an
         // outage, where the release goes on without the closer.
-        CompletableFuture<Void> dropped = queue.connectionDropped();
-        if (queue.context.isConnected()) {
-            BackgroundRequests.awaitFully(CompletableFuture.anyOf(answered, dropped), queue.layout.claim(name));
-        }
+        queue.awaitWhileConnected(answered, queue.layout.claim(name));
     }
 
     @Override

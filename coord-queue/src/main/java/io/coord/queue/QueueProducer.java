@@ -242,10 +242,7 @@ final class QueueProducer {
                 throw new IllegalStateException("a batch's turn never fails", e);
             }
         } else {
-            CompletableFuture<Void> dropped = queue.connectionDropped();
-            if (queue.context.isConnected()) {
-                BackgroundRequests.awaitFully(CompletableFuture.anyOf(batch.turn, dropped), queue.layout.items());
-            }
+            queue.awaitWhileConnected(batch.turn, queue.layout.items());
             if (!batch.turn.isDone() && leave(batch, stored, bytes)) {
                 return false;
             }

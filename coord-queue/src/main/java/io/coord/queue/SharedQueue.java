@@ -212,6 +212,17 @@ final class SharedQueue {
         return dropped.snapshot();
     }
 
+    /**
+     * Waits for {@code answer}, whatever interrupts arrive, for as long as the client stays connected: not at all if it
+     * is not, and no longer once the connection drops. For a call that must not wait out an outage.
+     */
+    void awaitWhileConnected(CompletableFuture<?> answer, String path) {
+        CompletableFuture<Void> dropped = connectionDropped();
+        if (context.isConnected()) {
+            BackgroundRequests.awaitFully(CompletableFuture.anyOf(answer, dropped), path);
+        }
+    }
+
     /** On Curator's listener thread: only flips local state and wakes waiters, never blocks. */
     private void sessionChanged(SessionEvent event) {
         if (event != SessionEvent.RECONNECTED && event != SessionEvent.NEW_SESSION) {
