@@ -116,11 +116,6 @@ final class Slots {
         }
     }
 
-    /** An idle slot, or null if every slot is out: for a caller that must not wait for a create. */
-    Slot borrowIdle() {
-        return idle.poll();
-    }
-
     /**
      * Sends {@code ops} behind the slot's setData, sees the transaction through, and gives the slot back.
      * Waits for the outcome whatever interrupts arrive (the flag is restored), since a write on the wire is never
@@ -280,13 +275,14 @@ final class Slots {
             if (code == Code.BADVERSION) {
                 // Moved on by the transaction, or by an earlier send of this settling write: the slot says which.
                 CuratorEvent read = readSlot(slot, what);
+                int now = read.getStat().getVersion();
+                // Decided before the slot goes back: once idle, another writer may borrow it and move its version.
+                boolean settled = now == carried + 1 && Arrays.equals(read.getData(), token);
                 slot.maybeMissing = false;
-                slot.version = read.getStat().getVersion();
+                slot.version = now;
                 giveBackAt(slot);
-                if (slot.version == carried + 1 && Arrays.equals(read.getData(), token)) {
-                    return Outcome.failed(-1, Code.CONNECTIONLOSS); // the settle landed, so the transaction never will
-                }
-                return Outcome.landed(null);
+                // The settle landed, so the transaction never will; else the transaction did.
+                return settled ? Outcome.failed(-1, Code.CONNECTIONLOSS) : Outcome.landed(null);
             }
             if (code == Code.NONODE) {
                 throw slotDeleted(slot, what);
