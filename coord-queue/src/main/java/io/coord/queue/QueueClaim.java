@@ -262,8 +262,9 @@ final class QueueClaim<T> implements Claim<T> {
     /**
      * {check marker, delete claims/X} with a write slot, sent again while the claim's session lives until its outcome
      * is known: a replay of a release that landed fails on the slot's version, so it never deletes a claim somebody
-     * made since. Completes {@code answered} once the closer need wait no longer: when the outcome is known, or as
-     * soon as something must be waited for (a lost reply, a new slot, a new marker).
+     * made since. Completes {@code answered} once the closer need wait no longer: when the outcome is known, or when
+     * a reply is lost (the connection dropped, and the closer stops waiting anyway). Making a slot or a marker on the
+     * way is waited for: the item must be back in play when the closer returns.
      */
     private void release(CompletableFuture<Void> answered) {
         String claimPath = queue.layout.claim(name);
@@ -271,17 +272,12 @@ final class QueueClaim<T> implements Claim<T> {
         try {
             String marker = queue.marker.existing(session);
             if (marker == null || !marker.equals(provenBy)) {
-                answered.complete(null);
                 // A claim that landed on a newer session than it was sent on, or a marker made since the claim.
                 marker = proving(marker != null ? marker : queue.marker.of(session));
             }
             int markersMade = 0;
             while (marker != null) {
-                Slots.Slot slot = queue.slots.borrowIdle();
-                if (slot == null) {
-                    answered.complete(null);
-                    slot = queue.slots.borrowFully();
-                }
+                Slots.Slot slot = queue.slots.borrowFully();
                 CuratorEvent reply = BackgroundRequests.awaitFully(
                         queue.slots.send(
                                 slot,
@@ -300,7 +296,6 @@ final class QueueClaim<T> implements Claim<T> {
                     break; // the claim died with its session
                 }
                 if (outcome.failedOp() == 0 && outcome.code() == Code.NONODE && markersMade < MAX_MARKERS) {
-                    answered.complete(null);
                     marker = markerAgain(marker);
                     markersMade++;
                 } else if (outcome.failedOp() == -1) {

@@ -82,6 +82,23 @@ class ClaimTest {
     }
 
     @Test
+    void closeReturnsWithTheItemBackInPlayAlsoWhenItsReleaseNeedsANewWriteSlot() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("release-new-slot");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("job");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+
+        // Another writer of this client has the only slot, so the release makes one first.
+        Slots slots = SharedQueue.of(ClientContext.of(client), path).slots;
+        Slots.Slot busy = slots.borrowFully();
+        claim.close();
+        assertEquals("job", queue.poll(), "close() returned before its release was answered");
+        slots.giveBack(busy);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void closedClaimIsTakenFirstByTheSameClient() throws Exception {
         String path = ZooKeeperFixture.uniquePath("requeue-local");
         DistributedQueue<String> queue = queue(zk.newClient(), path);
