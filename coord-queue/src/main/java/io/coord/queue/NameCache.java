@@ -7,7 +7,6 @@ import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
@@ -160,15 +159,6 @@ final class NameCache {
         lock.lock();
         try {
             return candidates.isEmpty() ? null : candidates.first().name();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    boolean isEmpty() {
-        lock.lock();
-        try {
-            return candidates.isEmpty();
         } finally {
             lock.unlock();
         }
@@ -331,15 +321,12 @@ final class NameCache {
 
     // Guarded by lock.
     private Entry move(String name, State to) {
+        SequenceNode node = Layout.node(name); // before the entry is made: a bad name must leave nothing behind
         Entry entry = entries.computeIfAbsent(name, n -> new Entry(to));
-        Optional<SequenceNode> node = Layout.parse(name);
-        if (node.isEmpty()) {
-            throw new IllegalArgumentException("not a queue item name: " + name);
-        }
         if (to == State.CANDIDATE) {
-            candidates.add(node.get());
+            candidates.add(node);
         } else {
-            candidates.remove(node.get());
+            candidates.remove(node);
         }
         if (to != State.CANDIDATE && to != State.TAKEN) {
             entry.data = null;
