@@ -226,11 +226,7 @@ public final class DistributedQueue<T> {
      * @throws NoSuchElementException if there is none
      */
     public T remove() {
-        T item = poll();
-        if (item == null) {
-            throw new NoSuchElementException("no item in " + path + " that nobody holds");
-        }
-        return item;
+        return present(poll());
     }
 
     /**
@@ -278,7 +274,10 @@ public final class DistributedQueue<T> {
      * @throws NoSuchElementException if there is none
      */
     public T element() {
-        T item = peek();
+        return present(peek());
+    }
+
+    private T present(T item) {
         if (item == null) {
             throw new NoSuchElementException("no item in " + path + " that nobody holds");
         }

@@ -5,7 +5,6 @@ import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.Deadline;
-import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SingleFlight;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeoutException;
@@ -116,21 +115,7 @@ final class ItemsWatch {
      * (a session's end takes the watch, and an add sent meanwhile runs out of retries): once connected it arms again.
      */
     void awaitArmed(CompletableFuture<Void> arming, Deadline deadline) throws InterruptedException, TimeoutException {
-        CompletableFuture<Void> next = arming;
-        while (true) {
-            try {
-                BackgroundRequests.awaitWithin(next, deadline, layout.items());
-                return;
-            } catch (CoordinationException e) {
-                if (!deadline.allowsWaiting() || !ResultCodes.isInDoubt(e) || context.isClosed()) {
-                    throw e;
-                }
-                if (!context.awaitConnected(deadline)) {
-                    throw new TimeoutException("no connection to watch " + layout.items());
-                }
-                next = watch.ensureArmed();
-            }
-        }
+        BackgroundRequests.awaitThroughOutages(context, arming, watch::ensureArmed, deadline, "watch", layout.items());
     }
 
     /** Our claim made on {@code session} was deleted: the name is back in play, for local waiters too. */

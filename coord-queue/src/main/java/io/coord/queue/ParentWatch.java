@@ -97,17 +97,7 @@ final class ParentWatch {
 
     /** The last waiter to leave removes the watch, so that none is left on the server. */
     void leave() {
-        Step step;
-        long sentAt;
-        lock.lock();
-        try {
-            waiters--;
-            step = next();
-            sentAt = generation;
-        } finally {
-            lock.unlock();
-        }
-        send(step, sentAt);
+        decide(() -> waiters--);
     }
 
     /**
@@ -145,10 +135,16 @@ final class ParentWatch {
     }
 
     private void reconcile() {
+        decide(() -> {});
+    }
+
+    /** Makes {@code change} under the lock, then sends what the state calls for. */
+    private void decide(Runnable change) {
         Step step;
         long sentAt;
         lock.lock();
         try {
+            change.run();
             step = next();
             sentAt = generation;
         } finally {

@@ -6,7 +6,6 @@ import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.Observations;
 import io.coord.core.internal.Observer.QueueOperation;
-import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
 import java.util.ArrayList;
 import java.util.List;
@@ -311,21 +310,16 @@ final class QueueProducer {
 
     /** True once landed; null if the count that let the writes in was forgotten meanwhile: each goes alone. */
     private Boolean sendCombined(List<byte[]> stored) {
-        try {
-            for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-                queue.checkCounter();
-                if (landed(
-                        queue.slots.commit(queue.slots.borrowFully(), creates(stored), queue.layout.items()),
-                        stored.size(),
-                        Deadline.now())) {
-                    return true;
-                }
-                if (queue.countBound() < 0) {
-                    return null; // the queue was reset by hand: the capacity must be checked again, write by write
-                }
+        for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+            queue.checkCounter();
+            Slots.Outcome outcome =
+                    queue.slots.commit(queue.slots.borrowFully(), creates(stored), queue.layout.items());
+            if (BackgroundRequests.fully(deadline -> landed(outcome, stored.size(), deadline))) {
+                return true;
             }
-        } catch (InterruptedException | TimeoutException e) {
-            throw new IllegalStateException("an untimed wait gave up", e); // Deadline.now() waits fully
+            if (queue.countBound() < 0) {
+                return null; // the queue was reset by hand: the capacity must be checked again, write by write
+            }
         }
         throw new CoordinationException(
                 "could not write to " + queue.layout.items() + " in " + MAX_ATTEMPTS + " attempts");
@@ -378,18 +372,8 @@ final class QueueProducer {
 
     /** A fresh count; a caller that may wait rides out a lost connection. */
     private Stat count(Deadline deadline) throws InterruptedException, TimeoutException {
-        while (true) {
-            try {
-                return await(queue.counts.next(), deadline);
-            } catch (CoordinationException e) {
-                if (!deadline.allowsWaiting() || !ResultCodes.isInDoubt(e) || queue.context.isClosed()) {
-                    throw e;
-                }
-                if (!queue.context.awaitConnected(deadline)) {
-                    throw new TimeoutException("no connection to count " + queue.layout.items());
-                }
-            }
-        }
+        return BackgroundRequests.awaitThroughOutages(
+                queue.context, queue.counts.next(), queue.counts::next, deadline, "count", queue.layout.items());
     }
 
     private List<CuratorOp> creates(List<byte[]> stored) {

@@ -36,11 +36,7 @@ final class SessionMarker {
      * session; null if the session has ended. Waits for the answers as long as they take (the interrupt flag is kept).
      */
     String of(long owner) {
-        try {
-            return of(owner, Deadline.now()); // waits fully: Deadline.now() never times a wait out
-        } catch (TimeoutException | InterruptedException e) {
-            throw new IllegalStateException("an untimed wait gave up", e);
-        }
+        return BackgroundRequests.fully(deadline -> of(owner, deadline));
     }
 
     /**

@@ -102,11 +102,7 @@ final class Slots {
 
     /** An idle slot, or a new one, waiting for the answers as long as they take (the interrupt flag is kept). */
     Slot borrowFully() {
-        try {
-            return borrow(Deadline.now()); // waits fully: Deadline.now() never times a wait out
-        } catch (TimeoutException | InterruptedException e) {
-            throw new IllegalStateException("an untimed wait gave up", e);
-        }
+        return BackgroundRequests.fully(this::borrow);
     }
 
     /** A slot nothing was written with goes back to idle, unless a reset was found since it was made. */

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import org.apache.curator.framework.api.BackgroundCallback;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorTransactionResult;
@@ -95,6 +96,55 @@ public final class BackgroundRequests {
     public static <T> T awaitWithin(CompletableFuture<T> answer, Deadline deadline, String path)
             throws InterruptedException, TimeoutException {
         return deadline.allowsWaiting() ? await(answer, deadline, path) : awaitFully(answer, path);
+    }
+
+    /**
+     * Waits under the deadline for {@code first}, riding out a lost connection when the deadline allows waiting: a
+     * request whose answer is in doubt is sent again with {@code again} once the client is connected.
+     *
+     * @throws TimeoutException if the deadline passed first, also while waiting for the connection ("no connection to
+     *     {@code doing} {@code path}")
+     */
+    public static <T> T awaitThroughOutages(
+            ClientContext context,
+            CompletableFuture<T> first,
+            Supplier<CompletableFuture<T>> again,
+            Deadline deadline,
+            String doing,
+            String path)
+            throws InterruptedException, TimeoutException {
+        CompletableFuture<T> next = first;
+        while (true) {
+            try {
+                return awaitWithin(next, deadline, path);
+            } catch (CoordinationException e) {
+                if (!deadline.allowsWaiting() || !ResultCodes.isInDoubt(e) || context.isClosed()) {
+                    throw e;
+                }
+                if (!context.awaitConnected(deadline)) {
+                    throw new TimeoutException("no connection to " + doing + " " + path);
+                }
+                next = again.get();
+            }
+        }
+    }
+
+    /** A call whose waits go through {@link #awaitWithin} under the deadline it is given. */
+    @FunctionalInterface
+    public interface Timed<T> {
+        T call(Deadline deadline) throws InterruptedException, TimeoutException;
+    }
+
+    /**
+     * Runs {@code call} with {@link Deadline#now()}, under which {@link #awaitWithin} waits for each answer as long as
+     * it takes, whatever interrupts arrive (the flag is kept): for callers that must see their requests through.
+     */
+    public static <T> T fully(Timed<T> call) {
+        try {
+            return call.call(Deadline.now());
+        } catch (TimeoutException | InterruptedException e) {
+            throw new IllegalStateException("an untimed wait gave up", e);
+        }
     }
 
     /**
