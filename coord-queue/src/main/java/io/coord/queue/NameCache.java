@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 
 /**
  * The item names the consumers of one path in one client know of, each in one {@link State}. Candidates are handed
@@ -66,22 +67,12 @@ final class NameCache {
 
     /** Counts a children read about to be sent; its listing goes to {@link #merge} with the number returned. */
     long readSent() {
-        lock.lock();
-        try {
-            return ++readsSent;
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> ++readsSent);
     }
 
     /** What {@link #keepData} needs of a read ahead: taken before the read is sent. */
     long epoch() {
-        lock.lock();
-        try {
-            return epoch;
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> epoch);
     }
 
     /**
@@ -89,8 +80,7 @@ final class NameCache {
      * up to {@code smallPerRead}, or one item of any size. Empty when no candidate is cached.
      */
     List<String> take(int max, int smallPerRead) {
-        lock.lock();
-        try {
+        return locked(() -> {
             List<String> taken = new ArrayList<>();
             for (SequenceNode node : candidates) {
                 boolean small = Layout.isSmall(node.name());
@@ -104,30 +94,24 @@ final class NameCache {
             }
             taken.forEach(name -> move(name, State.TAKEN));
             return taken;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** The stored form read ahead for a taken name, or null; handed out once. */
     byte[] takeData(String name) {
-        lock.lock();
-        try {
+        return locked(() -> {
             Entry entry = entries.get(name);
             byte[] data = entry == null || entry.state != State.TAKEN ? null : entry.data;
             if (data != null) {
                 entry.data = null;
             }
             return data;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** Up to {@code max} small candidates right after {@code name}, in order, whose data is not read yet. */
     List<String> readAhead(String name, int max) {
-        lock.lock();
-        try {
+        return locked(() -> {
             List<String> ahead = new ArrayList<>();
             for (SequenceNode node : candidates.tailSet(Layout.node(name), false)) {
                 if (ahead.size() >= max || !Layout.isSmall(node.name()) || entries.get(node.name()).data != null) {
@@ -136,32 +120,22 @@ final class NameCache {
                 ahead.add(node.name());
             }
             return ahead;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** Keeps the stored form of a name read ahead, while it is still a candidate and no reset came since the read. */
     void keepData(String name, byte[] data, long readAtEpoch) {
-        lock.lock();
-        try {
+        lockedRun(() -> {
             Entry entry = entries.get(name);
             if (entry != null && entry.state == State.CANDIDATE && readAtEpoch == epoch) {
                 entry.data = data;
             }
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** The first candidate, left in place (for peek). */
     String head() {
-        lock.lock();
-        try {
-            return candidates.isEmpty() ? null : candidates.first().name();
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> candidates.isEmpty() ? null : candidates.first().name());
     }
 
     /** A taken name goes back into play, at its place in the order. Returns true if it came back. */
@@ -171,25 +145,17 @@ final class NameCache {
 
     /** The item is gone, taken here or elsewhere. */
     void gone(String name) {
-        lock.lock();
-        try {
-            move(name, State.GONE);
-        } finally {
-            lock.unlock();
-        }
+        lockedRun(() -> move(name, State.GONE));
     }
 
     /** Holds a name out before asking, with a watch, whether another client's claim holds it. */
     void watch(String name) {
-        lock.lock();
-        try {
+        lockedRun(() -> {
             Entry entry = entries.get(name);
             if (entry == null || entry.state == State.CANDIDATE || entry.state == State.TAKEN) {
                 move(name, State.WATCHED);
             }
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** The watched claim is gone, or was never there. Returns true if the name came back into play. */
@@ -199,12 +165,7 @@ final class NameCache {
 
     /** A claim of ours, made on {@code session}, holds the name. */
     void held(String name, long session) {
-        lock.lock();
-        try {
-            move(name, State.HELD).session = session;
-        } finally {
-            lock.unlock();
-        }
+        lockedRun(() -> move(name, State.HELD).session = session);
     }
 
     /** Our claim made on {@code session} was deleted: the name is back in play. Returns true if it came back. */
@@ -223,8 +184,7 @@ final class NameCache {
      * a local consumer holds are kept, and no data read ahead, not even by a read still in flight.
      */
     void reset() {
-        lock.lock();
-        try {
+        lockedRun(() -> {
             epoch++;
             for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
                 Map.Entry<String, Entry> e = it.next();
@@ -234,9 +194,7 @@ final class NameCache {
                     candidates.remove(Layout.node(e.getKey()));
                 }
             }
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /**
@@ -250,8 +208,7 @@ final class NameCache {
         for (String child : children) {
             Layout.parse(child).ifPresent(node -> listed.add(node.name()));
         }
-        lock.lock();
-        try {
+        return locked(() -> {
             for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
                 Map.Entry<String, Entry> e = it.next();
                 State state = e.getValue().state;
@@ -271,49 +228,56 @@ final class NameCache {
                 }
             }
             return added;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** The session ended, or a new one began: claim watches and claims of other sessions died with it. */
     void sessionEnded(long currentSession) {
-        lock.lock();
-        try {
+        lockedRun(() -> {
             for (Map.Entry<String, Entry> e : List.copyOf(entries.entrySet())) {
                 Entry entry = e.getValue();
                 if (entry.state == State.WATCHED || (entry.state == State.HELD && entry.session != currentSession)) {
                     move(e.getKey(), State.CANDIDATE);
                 }
             }
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     private boolean transition(String name, State from, State to) {
-        lock.lock();
-        try {
+        return locked(() -> {
             Entry entry = entries.get(name);
             if (entry == null || entry.state != from) {
                 return false;
             }
             move(name, to);
             return true;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     private boolean endHold(String name, long session, State to) {
-        lock.lock();
-        try {
+        return locked(() -> {
             Entry entry = entries.get(name);
             if (entry == null || entry.state != State.HELD || entry.session != session) {
                 return false; // a newer claim, or none: not this one's to end
             }
             move(name, to);
             return true;
+        });
+    }
+
+    private <T> T locked(Supplier<T> action) {
+        lock.lock();
+        try {
+            return action.get();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void lockedRun(Runnable action) {
+        lock.lock();
+        try {
+            action.run();
         } finally {
             lock.unlock();
         }
