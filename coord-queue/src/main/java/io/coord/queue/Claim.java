@@ -36,7 +36,8 @@ public interface Claim<T> extends AutoCloseable {
      * Without an ack, gives the item back: it becomes available again in its original place at the head of the
      * queue. Idempotent, and a no-op after {@link #ack()}. Returns once the release has been answered, so that a
      * poll of this client right after it finds the item; while the client is disconnected it returns at once, and the
-     * release goes out when the connection is back.
+     * release goes out when the connection is back. So it does too when the session's marker node was deleted by
+     * something other than the queue, and must be made again before the release can be sent.
      */
     @Override
     void close();

@@ -116,8 +116,8 @@ final class QueueClaim<T> implements Claim<T> {
         } finally {
             lock.unlock();
         }
-        // The first answer only, so that a poll right after close() finds the item at the head; and not through an
-        // outage, where the release goes on without the closer.
+        // Until the release is answered, so that a poll right after close() finds the item at the head; and not
+        // through an outage, where the release goes on without the closer.
         queue.awaitWhileConnected(answered, queue.layout.claim(name));
     }
 
@@ -262,9 +262,11 @@ final class QueueClaim<T> implements Claim<T> {
     /**
      * {check marker, delete claims/X} with a write slot, sent again while the claim's session lives until its outcome
      * is known: a replay of a release that landed fails on the slot's version, so it never deletes a claim somebody
-     * made since. Completes {@code answered} once the closer need wait no longer: when the outcome is known, or when
-     * a reply is lost (the connection dropped, and the closer stops waiting anyway). Making a slot or a marker on the
-     * way is waited for: the item must be back in play when the closer returns.
+     * made since. Completes {@code answered} once the closer need wait no longer: when the outcome is known, when
+     * the transaction's reply is lost, or before a session marker must be made or proven. A new write slot is waited
+     * for (a few creates at most, each bounded by Curator's retries), so that the item is back in play when the
+     * closer returns; a marker's wait resends for as long as the session lives, which a closer on Curator's
+     * connection listener thread (where the news of an outage comes from) must not wait out.
      */
     private void release(CompletableFuture<Void> answered) {
         String claimPath = queue.layout.claim(name);
@@ -272,6 +274,7 @@ final class QueueClaim<T> implements Claim<T> {
         try {
             String marker = queue.marker.existing(session);
             if (marker == null || !marker.equals(provenBy)) {
+                answered.complete(null);
                 // A claim that landed on a newer session than it was sent on, or a marker made since the claim.
                 marker = proving(marker != null ? marker : queue.marker.of(session));
             }
@@ -296,6 +299,7 @@ final class QueueClaim<T> implements Claim<T> {
                     break; // the claim died with its session
                 }
                 if (outcome.failedOp() == 0 && outcome.code() == Code.NONODE && markersMade < MAX_MARKERS) {
+                    answered.complete(null);
                     marker = markerAgain(marker);
                     markersMade++;
                 } else if (outcome.failedOp() == -1) {
