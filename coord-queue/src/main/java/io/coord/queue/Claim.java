@@ -29,6 +29,8 @@ public interface Claim<T> extends AutoCloseable {
      *
      * @throws io.coord.core.CoordinationException if ZooKeeper refused the removal (a permission, say) while the
      *     claim is still ours: it stays held, to be acknowledged again or closed
+     * @throws IllegalStateException if called on ZooKeeper's event thread (in a watcher or a background callback),
+     *     which must deliver the answer it would wait for; nothing is sent
      */
     boolean ack();
 
@@ -37,7 +39,9 @@ public interface Claim<T> extends AutoCloseable {
      * queue. Idempotent, and a no-op after {@link #ack()}. Returns once the release has been answered, so that a
      * poll of this client right after it finds the item; while the client is disconnected it returns at once, and the
      * release goes out when the connection is back. So it does too when the session's marker node was deleted by
-     * something other than the queue, and must be made again before the release can be sent.
+     * something other than the queue, and must be made again before the release can be sent, and when called on
+     * ZooKeeper's event thread (in a watcher or a background callback), which must deliver the answer it would wait
+     * for: the whole close then goes on on another thread.
      */
     @Override
     void close();

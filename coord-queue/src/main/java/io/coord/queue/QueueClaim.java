@@ -79,6 +79,10 @@ final class QueueClaim<T> implements Claim<T> {
      */
     @Override
     public boolean ack() {
+        if (BackgroundRequests.onEventThread()) {
+            throw new IllegalStateException("ack() of " + this + " waits for ZooKeeper's answer, which ZooKeeper's "
+                    + "event thread delivers: call it from another thread than a watcher or a background callback");
+        }
         lock.lock();
         try {
             if (state != State.HELD) {
@@ -97,6 +101,12 @@ final class QueueClaim<T> implements Claim<T> {
 
     @Override
     public void close() {
+        if (BackgroundRequests.onEventThread()) {
+            // Every wait of close() (the claim's lock, which an ack holds while it waits, and the release's answer)
+            // ends only through this thread: the whole close goes on on another one.
+            queue.context.callbacks().execute(this::close);
+            return;
+        }
         CompletableFuture<Void> answered = new CompletableFuture<>();
         lock.lock();
         try {

@@ -3,6 +3,7 @@ package io.coord.queue;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -95,6 +96,38 @@ class ClaimTest {
         claim.close();
         assertEquals("job", queue.poll(), "close() returned before its release was answered");
         slots.giveBack(busy);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void onZooKeepersEventThreadAckRefusesAtOnceAndCloseGoesOnOnAnotherThread() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("event-thread");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("job");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+
+        // A background callback runs on ZooKeeper's event thread, which delivers the answers both calls wait for.
+        CompletableFuture<RuntimeException> ack = new CompletableFuture<>();
+        CompletableFuture<Void> closed = new CompletableFuture<>();
+        client.checkExists()
+                .inBackground((c, event) -> {
+                    try {
+                        claim.ack();
+                        ack.complete(null);
+                    } catch (RuntimeException e) {
+                        ack.complete(e);
+                    }
+                    claim.close();
+                    closed.complete(null);
+                })
+                .forPath("/");
+
+        RuntimeException refused = ack.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertInstanceOf(IllegalStateException.class, refused);
+        assertTrue(refused.getMessage().contains("event thread"), refused.getMessage());
+        closed.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertEquals("job", await().atMost(WAIT).until(queue::poll, "job"::equals), "the release went on");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 

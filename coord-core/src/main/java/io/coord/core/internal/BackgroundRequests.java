@@ -23,7 +23,17 @@ import org.apache.zookeeper.KeeperException.Code;
  * thread never blocks.
  */
 public final class BackgroundRequests {
+    private static final String EVENT_THREAD = "org.apache.zookeeper.ClientCnxn$EventThread";
+
     private BackgroundRequests() {}
+
+    /**
+     * Whether the caller runs on ZooKeeper's event thread (in a watcher, or in a background callback): the thread
+     * that delivers every answer and event of its client, so that a wait there for one of them never ends.
+     */
+    public static boolean onEventThread() {
+        return Thread.currentThread().getClass().getName().equals(EVENT_THREAD);
+    }
 
     /** Sends one request, answering {@code callback}. */
     @FunctionalInterface
