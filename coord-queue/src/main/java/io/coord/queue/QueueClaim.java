@@ -1,13 +1,13 @@
 package io.coord.queue;
 
 import io.coord.core.internal.BackgroundRequests;
-import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.api.CuratorEvent;
+import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.zookeeper.KeeperException.Code;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -138,47 +138,62 @@ final class QueueClaim<T> implements Claim<T> {
 
     private boolean remove() {
         CuratorFramework client = queue.context.client();
-        String marker = proving(queue.marker.of(session));
+        String itemPath = queue.layout.item(name);
+        Slots.Outcome outcome = guarded(
+                proving(queue.marker.of(session)),
+                marker -> List.of(
+                        TransactionOps.check(client, marker),
+                        TransactionOps.delete(client, itemPath),
+                        TransactionOps.delete(client, queue.layout.claim(name))),
+                itemPath,
+                () -> {});
+        if (outcome == null) {
+            if (queue.context.sessionId() != session) {
+                withdraw(queue, name, provenBy); // nothing sent landed, and the session may live on at the server
+            }
+            return false; // the session ended, or the claim is gone
+        }
+        if (outcome.landed()) {
+            return true;
+        }
+        if (outcome.code() != Code.NONODE) {
+            // Refused (a permission, say), and the claim still ours: the caller hears it, and may close it.
+            throw BackgroundRequests.failure("acknowledging", itemPath, outcome.code());
+        }
+        // The marker (so the session), the item or the claim is gone. A session's end gives the name back itself;
+        // while the session lives, the name is ours to settle.
+        if (outcome.failedOp() == 1) {
+            queue.items.names().acked(name, session); // the item is gone for everyone
+        } else if (outcome.failedOp() == 2) {
+            queue.items.released(name, session); // only the claim is gone: the item is in play again
+        }
+        return false;
+    }
+
+    /**
+     * Commits {@code ops} (made for a marker) with a write slot, guarded by a marker of the claim's session, while the
+     * session lives: sent again while nothing landed, and with a new marker (a few at most) when something other than
+     * the queue deleted it. Returns how it ended, having landed or failed on an operation, or null once no marker may
+     * prove the claim: its session ended, or the claim is gone (the name back in play). {@code pastWaiting} runs when
+     * what is left may take as long as the session: a reply in doubt to settle, a marker to make again.
+     */
+    private Slots.Outcome guarded(
+            String marker, Function<String, List<CuratorOp>> ops, String what, Runnable pastWaiting) {
         int markersMade = 0;
-        while (true) {
-            if (marker == null) {
-                if (queue.context.sessionId() != session) {
-                    withdraw(queue, name, provenBy); // nothing sent landed, and the session may live on at the server
-                }
-                return false; // the session ended, or the claim is gone
-            }
-            Slots.Outcome outcome = queue.slots.commit(
-                    queue.slots.borrowFully(),
-                    List.of(
-                            TransactionOps.check(client, marker),
-                            TransactionOps.delete(client, queue.layout.item(name)),
-                            TransactionOps.delete(client, queue.layout.claim(name))),
-                    queue.layout.item(name));
-            if (outcome.landed()) {
-                return true;
-            }
-            if (outcome.failedOp() >= 0 && outcome.code() != Code.NONODE) {
-                // Refused (a permission, say), and the claim still ours: the caller hears it, and may close it.
-                throw BackgroundRequests.failure("acknowledging", queue.layout.item(name), outcome.code());
-            }
-            if (outcome.failedOp() == 0 && markersMade < MAX_MARKERS && queue.context.sessionId() == session) {
+        while (marker != null) {
+            Slots.Outcome outcome = queue.slots.commit(queue.slots.borrowFully(), ops.apply(marker), what, pastWaiting);
+            boolean markerGone = outcome.failedOp() == 0 && outcome.code() == Code.NONODE;
+            if (markerGone && markersMade < MAX_MARKERS && queue.context.sessionId() == session) {
+                pastWaiting.run();
                 marker = markerAgain(marker);
                 markersMade++;
-                continue;
+            } else if (!outcome.landed() && outcome.failedOp() == -1) {
+                marker = proving(queue.marker.existing(session)); // nothing landed: send it again
+            } else {
+                return outcome;
             }
-            if (outcome.failedOp() >= 0) {
-                // The marker (so the session), the item or the claim is gone. A session's end gives the name back
-                // itself; while the session lives, the name is ours to settle.
-                if (outcome.failedOp() == 1 && outcome.code() == Code.NONODE) {
-                    queue.items.names().acked(name, session); // the item is gone for everyone
-                } else if (outcome.failedOp() == 2 && outcome.code() == Code.NONODE) {
-                    queue.items.released(name, session); // only the claim is gone: the item is in play again
-                }
-                return false;
-            }
-            // The reply was lost and nothing landed: send again while the claim's session lives.
-            marker = proving(queue.marker.existing(session));
         }
+        return null;
     }
 
     /**
@@ -288,39 +303,17 @@ final class QueueClaim<T> implements Claim<T> {
                 // A claim that landed on a newer session than it was sent on, or a marker made since the claim.
                 marker = proving(marker != null ? marker : queue.marker.of(session));
             }
-            int markersMade = 0;
-            while (marker != null) {
-                Slots.Slot slot = queue.slots.borrowFully();
-                CuratorEvent reply = BackgroundRequests.awaitFully(
-                        queue.slots.send(
-                                slot,
-                                List.of(TransactionOps.check(client, marker), TransactionOps.delete(client, claimPath)),
-                                claimPath),
-                        claimPath);
-                if (ResultCodes.isInDoubt(BackgroundRequests.code(reply))) {
-                    answered.complete(null);
-                }
-                Slots.Outcome outcome = queue.slots.outcome(slot, reply, claimPath);
-                if (outcome.landed() || (outcome.failedOp() == 1 && outcome.code() == Code.NONODE)) {
-                    queue.items.released(name, session); // deleted, or already gone (with its session, or by hand)
-                    return;
-                }
-                if (queue.context.sessionId() != session) {
-                    break; // the claim died with its session
-                }
-                if (outcome.failedOp() == 0 && outcome.code() == Code.NONODE && markersMade < MAX_MARKERS) {
-                    answered.complete(null);
-                    marker = markerAgain(marker);
-                    markersMade++;
-                } else if (outcome.failedOp() == -1) {
-                    marker = proving(queue.marker.existing(session)); // it never landed: send it again
-                } else {
-                    log.debug("release of {} left to its session's end: {}", claimPath, outcome.code());
-                    return;
-                }
-            }
-            if (queue.context.sessionId() != session) {
+            Slots.Outcome outcome = guarded(
+                    marker,
+                    m -> List.of(TransactionOps.check(client, m), TransactionOps.delete(client, claimPath)),
+                    claimPath,
+                    () -> answered.complete(null));
+            if (outcome != null && (outcome.landed() || (outcome.failedOp() == 1 && outcome.code() == Code.NONODE))) {
+                queue.items.released(name, session); // deleted, or already gone (with its session, or by hand)
+            } else if (queue.context.sessionId() != session) {
                 withdraw(queue, name, provenBy); // nothing sent landed, and the session may live on at the server
+            } else if (outcome != null) {
+                log.debug("release of {} left to its session's end: {}", claimPath, outcome.code());
             }
         } catch (Slots.WriteInDoubt e) {
             // The release may have landed: the claim node says. A name held for good would hide the item from this

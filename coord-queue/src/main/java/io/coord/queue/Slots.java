@@ -118,6 +118,11 @@ final class Slots {
      * abandoned half-known.
      */
     Outcome commit(Slot slot, List<CuratorOp> ops, String what) {
+        return commit(slot, ops, what, () -> {});
+    }
+
+    /** Like {@link #commit(Slot, List, String)}, running {@code inDoubt} first if the reply leaves it to be settled. */
+    Outcome commit(Slot slot, List<CuratorOp> ops, String what, Runnable inDoubt) {
         if (queue.context.isClosed()) {
             throw ClientContext.closedError(what); // nothing sent
         }
@@ -126,6 +131,9 @@ final class Slots {
             reply = BackgroundRequests.awaitFully(send(slot, ops, what), what);
         } catch (CoordinationException e) {
             throw inDoubtIfClosed(e, what);
+        }
+        if (ResultCodes.isInDoubt(BackgroundRequests.code(reply))) {
+            inDoubt.run();
         }
         return outcome(slot, reply, what);
     }
