@@ -7,6 +7,7 @@ import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
+import io.coord.core.internal.MultiRead;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -21,8 +22,10 @@ import org.apache.curator.framework.CuratorFramework;
  *
  * <p>Each permit is one node {@code <path>/_c_<uuid>-lease-<seq>}. A request for several permits creates all its
  * nodes in one transaction, so they are queued and granted together: a holder never has part of what it asked for,
- * and two multi-permit waiters cannot deadlock. A waiter watches its {@code maxLeases} nearest predecessors, because
- * permits come back in any order. Permits die with their session.
+ * and two multi-permit waiters cannot deadlock. That transaction is one request, which must fit ZooKeeper's limit
+ * ({@code jute.maxbuffer}): a request for more permits than that (several thousand by default, fewer under a long
+ * path) is refused with {@link IllegalArgumentException} before anything is sent. A waiter watches its
+ * {@code maxLeases} nearest predecessors, because permits come back in any order. Permits die with their session.
  *
  * <p>{@code maxLeases} is recorded as the data of {@code <path>} on first use; an instance whose limit disagrees is
  * refused with {@link IllegalStateException} rather than silently enforcing a different limit. An acquisition that
@@ -174,6 +177,12 @@ public final class DistributedSemaphore {
         if (permits < 1 || permits > maxLeases) {
             throw new IllegalArgumentException(
                     "permits must be between 1 and maxLeases (" + maxLeases + "): " + permits);
+        }
+        int together = engine.maxNodesTogether();
+        if (permits > together) {
+            throw new IllegalArgumentException("permits must be at most " + together + " under " + engine.path()
+                    + ": more would not fit the one ZooKeeper request that creates them (jute.maxbuffer "
+                    + MultiRead.maxBuffer() + " bytes): " + permits);
         }
     }
 }

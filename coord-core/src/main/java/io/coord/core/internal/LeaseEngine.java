@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.UUID;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -18,13 +19,19 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.CreateMode;
 
 /**
  * A queue of EPHEMERAL_SEQUENTIAL znodes under one path, granted by a {@link LeasePredicate}. Every primitive is one
  * engine with its own node prefix and predicate.
  */
 public final class LeaseEngine {
+    // A transaction's request header and framing, with room to spare.
+    private static final int REQUEST_OVERHEAD = 1024;
+
     private final CuratorFramework client;
     private final String path;
     private final String prefix;
@@ -34,6 +41,7 @@ public final class LeaseEngine {
     private final String primitive;
     private final PathRecord record; // null: a missing path is made as a container
     private volatile String participantId; // decoded from the node data on first report
+    private volatile int maxNodesTogether; // measured on first use: 0 until then
     private volatile ClientContext context; // looked up on first use: constructors do no I/O and register nothing
 
     /** Checks its arguments and does no I/O. */
@@ -101,6 +109,28 @@ public final class LeaseEngine {
 
     String prefix() {
         return prefix;
+    }
+
+    /**
+     * The most nodes one acquisition may create together. Their creates go in one transaction, one request, and
+     * ZooKeeper breaks the connection on a request larger than {@code jute.maxbuffer} ({@link MultiRead#maxBuffer}),
+     * which Curator would only send again after every reconnect.
+     */
+    public int maxNodesTogether() {
+        int known = maxNodesTogether;
+        if (known != 0) {
+            return known;
+        }
+        String name = ZKPaths.makePath(path, "_c_" + new UUID(0, 0) + "-" + prefix);
+        try {
+            CuratorOp create = TransactionOps.create(client, name, CreateMode.EPHEMERAL_SEQUENTIAL, nodeData);
+            known = Math.max(1, (MultiRead.maxBuffer() - REQUEST_OVERHEAD) / TransactionOps.requestBytes(create));
+        } catch (IllegalStateException e) {
+            // Curator builds no operation on a client that is not started: the acquisition fails further on.
+            return Integer.MAX_VALUE;
+        }
+        maxNodesTogether = known;
+        return known;
     }
 
     /** What this engine is, as events and meters name it: mutex, read-lock, write-lock, semaphore, leader-latch... */

@@ -1,13 +1,32 @@
 package io.coord.core.internal;
 
 import io.coord.core.CoordinationException;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.apache.jute.BinaryOutputArchive;
 import org.apache.zookeeper.CreateMode;
 
 /** Builds the operations of a multi-op transaction. Building one does no I/O; Curator declares {@code Exception} only for bad paths. */
 public final class TransactionOps {
+    // Each operation's header in a transaction's request: its type, a done flag and an error code.
+    private static final int OP_HEADER_BYTES = 4 + 1 + 4;
+
     private TransactionOps() {}
+
+    /** What {@code op} adds to a transaction's request: its header and its serialized form, ACL included. */
+    public static int requestBytes(CuratorOp op) {
+        ByteArrayOutputStream sent = new ByteArrayOutputStream();
+        try {
+            op.get().toRequestRecord().serialize(BinaryOutputArchive.getArchive(sent), "request");
+        } catch (IOException e) {
+            throw new UncheckedIOException(
+                    "measuring an operation on " + op.get().getPath(), e);
+        }
+        return OP_HEADER_BYTES + sent.size();
+    }
 
     @FunctionalInterface
     private interface Builder {
