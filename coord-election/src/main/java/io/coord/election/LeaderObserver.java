@@ -6,6 +6,7 @@ import io.coord.core.internal.Arguments;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.OrderedListeners;
 import io.coord.core.internal.PathFollower;
+import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SerialExecutor;
 import java.nio.charset.StandardCharsets;
 import java.util.Comparator;
@@ -40,7 +41,8 @@ import org.slf4j.LoggerFactory;
  * <p>Listeners hear every change of leader it sees, including "nobody leads" as {@code Optional.empty()}; changes
  * quicker than the reads they need are merged, so a leader that came and went between two reads may not be reported
  * (the last one reported is always the current one as last read). A leader whose node is seen gone is never
- * reported again: while the new leader's id is being read, {@link #leader()} is empty.
+ * reported again: while the new leader's id is being read, {@link #leader()} is empty. A leader whose node this client
+ * may not read is reported with an empty id.
  * While the connection is down the last known leader is kept, and checked again on reconnect.
  */
 public final class LeaderObserver implements AutoCloseable {
@@ -355,8 +357,17 @@ public final class LeaderObserver implements AutoCloseable {
                 }
                 // Deleted since the children read: that read's watch fires, and the next reply names the new leader.
                 case NONODE -> {}
-                // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
-                default -> leaderNode = null;
+                default -> {
+                    if (ResultCodes.isInDoubt(rc)) {
+                        // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
+                        leaderNode = null;
+                    } else {
+                        // Refused (this client may not read the node, say): it leads all the same, its id unknown.
+                        log.debug("{} cannot read the id of leader {}: {}", this, node.name(), rc);
+                        leader = new Participant("", node.name(), node.sequence());
+                        report(leader);
+                    }
+                }
             }
         } finally {
             lock.unlock();

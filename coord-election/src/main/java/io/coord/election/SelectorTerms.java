@@ -269,8 +269,7 @@ final class SelectorTerms {
         try {
             // Checked after leaderThread is set: a later change that ends leadership interrupts us, an earlier one is
             // seen here.
-            if (run && policy.leads(lease.state())) {
-                reportStarted(lease);
+            if (run && policy.leads(lease.state()) && reportStarted(lease)) {
                 task.takeLeadership(lease);
             }
         } catch (InterruptedException e) {
@@ -333,13 +332,21 @@ final class SelectorTerms {
     }
 
     /** The task is about to run: observers hear that this selector leads, unless its term stopped leading already. */
-    private void reportStarted(Lease lease) {
+    /**
+     * Reports the term's task as started, unless its stop was reported first; false if the task must not start: the
+     * selector was closed since {@link #runTerm} looked (a close from then on interrupts the task).
+     */
+    private boolean reportStarted(Lease lease) {
         lock.lock();
         try {
-            if (term == lease && !reportedLeading && stoppedUnreported != lease) {
+            if (phase != Phase.LEADING || term != lease) {
+                return false;
+            }
+            if (!reportedLeading && stoppedUnreported != lease) {
                 reportedLeading = true;
                 Observations.leadershipChanged(engine, true);
             }
+            return true;
         } finally {
             lock.unlock();
         }

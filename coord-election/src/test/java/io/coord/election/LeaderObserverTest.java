@@ -9,12 +9,19 @@ import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -182,6 +189,41 @@ class LeaderObserverTest {
         await().until(() -> seen.equals(List.of("first", "second")));
         staying.close();
         second.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLeaderWhoseNodeTheObserverMayNotReadIsReportedWithAnEmptyId() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("unreadable");
+        CuratorFramework observing = zk.newClient();
+        observing.create().creatingParentsIfNeeded().forPath(path); // open: the observer may list the candidates
+        LeaderObserver observer = new LeaderObserver(observing, path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        observer.addListener(recorder(seen), Runnable::run);
+        observer.start();
+
+        // A candidate only its creator may read, as a latch of a client whose ACL provider says so makes it.
+        CuratorFramework owner =
+                zk.newCustomClient(b -> b.authorization("digest", "owner:secret".getBytes(StandardCharsets.UTF_8)));
+        String node = owner.create()
+                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))))
+                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "hidden".getBytes(StandardCharsets.UTF_8));
+        // A view hears nothing of it (ZooKeeper withholds the event), and finds the gap at the next create it hears.
+        LeaderLatch behind = new LeaderLatch(zk.newClient(), path, "behind");
+        behind.start();
+        await().until(() -> seen.contains(""));
+        assertEquals(List.of(""), seen, "the one behind it was never reported as leading");
+        Participant leader = observer.leader().orElseThrow();
+        assertEquals("", leader.id());
+        assertEquals(ZKPaths.getNodeFromPath(node), leader.nodeName());
+
+        // The latch behind it may not read it either, so it left the election (NoAuth) and deleted its node.
+        await().until(() -> observing.getChildren().forPath(path).size() == 1);
+        behind.close();
+        owner.delete().forPath(node);
+        await().until(() -> seen.equals(List.of("", NOBODY)));
+        observer.close();
         zk.assertNoLeaks(path);
     }
 
