@@ -18,11 +18,12 @@ import org.apache.curator.framework.CuratorFramework;
  * A reader watches the nearest writer before it and a writer its immediate predecessor.
  *
  * <p>Both locks are reentrant per thread. The write holder may take the read lock (downgrade): the read hold shares
- * the writer's node, so after the write lock is released the thread keeps reading and every writer queued behind it
- * stays blocked until the read lock is released too. A thread holding only the read lock that asks for the write lock
- * gets {@link IllegalStateException} at once instead of deadlocking on itself. Both rules look at this instance's
- * thread-bound holds only: a read lease from {@code acquireAsync()}, or one held through another instance on the same
- * path, is another holder, and a write lock asked for past it waits for its release.
+ * the writer's node, so after the write lock is released the thread keeps reading and everyone queued behind it,
+ * readers too, stays blocked until the read lock is released as well: the downgraded hold is still exclusive. A
+ * thread holding only the read lock that asks for the write lock gets {@link IllegalStateException} at once instead
+ * of deadlocking on itself. Both rules look at this instance's thread-bound holds only: a read lease from
+ * {@code acquireAsync()}, or one held through another instance on the same path, is another holder, and a write lock
+ * asked for past it waits for its release.
  *
  * <pre>{@code
  * ReadWriteMutex rw = new ReadWriteMutex(client, "/locks/catalog");
