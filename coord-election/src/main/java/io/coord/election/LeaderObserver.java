@@ -6,7 +6,6 @@ import io.coord.core.internal.Arguments;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.OrderedListeners;
 import io.coord.core.internal.PathFollower;
-import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SerialExecutor;
 import java.nio.charset.StandardCharsets;
 import java.util.Comparator;
@@ -357,17 +356,14 @@ public final class LeaderObserver implements AutoCloseable {
                 }
                 // Deleted since the children read: that read's watch fires, and the next reply names the new leader.
                 case NONODE -> {}
-                default -> {
-                    if (ResultCodes.isInDoubt(rc)) {
-                        // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
-                        leaderNode = null;
-                    } else {
-                        // Refused (this client may not read the node, say): it leads all the same, its id unknown.
-                        log.debug("{} cannot read the id of leader {}: {}", this, node.name(), rc);
-                        leader = new Participant("", node.name(), node.sequence());
-                        report(leader);
-                    }
+                // This client may not read the node: it leads all the same, its id unknown.
+                case NOAUTH -> {
+                    log.debug("{} may not read the id of leader {}", this, node.name());
+                    leader = new Participant("", node.name(), node.sequence());
+                    report(leader);
                 }
+                // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
+                default -> leaderNode = null;
             }
         } finally {
             lock.unlock();

@@ -331,10 +331,10 @@ final class SelectorTerms {
         phase = next;
     }
 
-    /** The task is about to run: observers hear that this selector leads, unless its term stopped leading already. */
     /**
-     * Reports the term's task as started, unless its stop was reported first; false if the task must not start: the
-     * selector was closed since {@link #runTerm} looked (a close from then on interrupts the task).
+     * The task is about to run: observers hear that this selector leads, unless its term stopped leading already.
+     * False if the task must not start: the selector was closed since {@link #runTerm} looked (a close from then on
+     * interrupts the task).
      */
     private boolean reportStarted(Lease lease) {
         lock.lock();

@@ -29,8 +29,8 @@ public interface Claim<T> extends AutoCloseable {
      *
      * @throws io.coord.core.CoordinationException if ZooKeeper refused the removal (a permission, say) while the
      *     claim is still ours: it stays held, to be acknowledged again or closed
-     * @throws IllegalStateException if called on ZooKeeper's event thread (in a watcher or a background callback),
-     *     which must deliver the answer it would wait for; nothing is sent
+     * @throws IllegalStateException if called on ZooKeeper's event thread (in a watcher or a background callback)
+     *     while the claim is held, since that thread must deliver the answer the ack would wait for; nothing is sent
      */
     boolean ack();
 
@@ -41,7 +41,7 @@ public interface Claim<T> extends AutoCloseable {
      * release goes out when the connection is back. So it does too when the session's marker node was deleted by
      * something other than the queue, and must be made again before the release can be sent, and when called on
      * ZooKeeper's event thread (in a watcher or a background callback), which must deliver the answer it would wait
-     * for: the whole close then goes on on another thread.
+     * for; there, if an {@code ack()} of another thread is under way, the close goes on on another thread after it.
      */
     @Override
     void close();

@@ -2,18 +2,14 @@ package io.coord.queue;
 
 import io.coord.core.SequenceNode;
 import io.coord.core.internal.TransactionOps;
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.UUID;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.utils.ZKPaths;
-import org.apache.jute.BinaryOutputArchive;
 import org.apache.zookeeper.CreateMode;
-import org.apache.zookeeper.Op;
 
 /**
  * Where a queue keeps its znodes:
@@ -74,15 +70,12 @@ final class Layout {
      * flags.
      */
     private static int itemAclBytes(CuratorFramework client, String prefix) {
-        Op create = TransactionOps.create(client, prefix, CreateMode.PERSISTENT_SEQUENTIAL, new byte[0])
-                .get();
-        ByteArrayOutputStream sent = new ByteArrayOutputStream();
-        try {
-            create.toRequestRecord().serialize(BinaryOutputArchive.getArchive(sent), "request");
-        } catch (IOException e) {
-            throw new UncheckedIOException("measuring a create of " + prefix, e);
-        }
-        return sent.size() - (4 + utf8Length(create.getPath())) - 4 - 4;
+        CuratorOp create = TransactionOps.create(client, prefix, CreateMode.PERSISTENT_SEQUENTIAL, new byte[0]);
+        return TransactionOps.requestBytes(create)
+                - TransactionOps.OP_HEADER_BYTES
+                - (4 + utf8Length(create.get().getPath()))
+                - 4
+                - 4;
     }
 
     String items() {

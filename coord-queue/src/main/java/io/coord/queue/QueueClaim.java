@@ -79,6 +79,10 @@ final class QueueClaim<T> implements Claim<T> {
      */
     @Override
     public boolean ack() {
+        State now = state;
+        if (now != State.HELD) {
+            return now == State.ACKED; // an end state is final
+        }
         if (BackgroundRequests.onEventThread()) {
             throw new IllegalStateException("ack() of " + this + " waits for ZooKeeper's answer, which ZooKeeper's "
                     + "event thread delivers: call it from another thread than a watcher or a background callback");
@@ -101,14 +105,16 @@ final class QueueClaim<T> implements Claim<T> {
 
     @Override
     public void close() {
-        if (BackgroundRequests.onEventThread()) {
-            // Every wait of close() (the claim's lock, which an ack holds while it waits, and the release's answer)
-            // ends only through this thread: the whole close goes on on another one.
+        // On ZooKeeper's event thread nothing may wait for an answer that thread delivers: neither the release's nor
+        // an ack's, which holds the lock while it waits (that close goes on on another thread, after the ack).
+        boolean onEventThread = BackgroundRequests.onEventThread();
+        if (onEventThread && !lock.tryLock()) {
             queue.context.callbacks().execute(this::close);
             return;
+        } else if (!onEventThread) {
+            lock.lock();
         }
         CompletableFuture<Void> answered = new CompletableFuture<>();
-        lock.lock();
         try {
             if (state != State.HELD) {
                 return;
@@ -128,7 +134,9 @@ final class QueueClaim<T> implements Claim<T> {
         }
         // Until the release is answered, so that a poll right after close() finds the item at the head; and not
         // through an outage, where the release goes on without the closer.
-        queue.awaitWhileConnected(answered, queue.layout.claim(name));
+        if (!onEventThread) {
+            queue.awaitWhileConnected(answered, queue.layout.claim(name));
+        }
     }
 
     @Override

@@ -18,11 +18,13 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A request for several permits creates their nodes in one ZooKeeper request, which must fit {@code jute.maxbuffer}:
- * a server breaks the connection on a bigger one, and the client would send it again after every reconnect.
+ * a server breaks the connection on a bigger one, and the client would send it again after every reconnect. Long
+ * paths make each create big, so that the most that fit are few enough to grant quickly.
  */
 @Timeout(90)
 class RequestSizeTest {
     private static final Pattern BOUND = Pattern.compile("permits must be at most (\\d+) under ");
+    private static final String LONG = "p".repeat(1000);
 
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
@@ -30,11 +32,21 @@ class RequestSizeTest {
     @Test
     void moreTogetherThanOneRequestCarriesIsRefusedBeforeAnythingIsWrittenAndTheMostThatFitsIsGranted()
             throws Exception {
-        // A long path makes each create big, so that the most that fit are few enough to grant quickly.
-        String path = ZooKeeperFixture.uniquePath("many") + "/" + "p".repeat(1000);
-        CuratorFramework client = zk.newClient();
-        DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 1_000_000);
+        String path = ZooKeeperFixture.uniquePath("many") + "/" + LONG;
+        assertRefusedAboveAndGrantedAtTheBound(zk.newClient(), path, path);
+    }
 
+    @Test
+    void theConnectStringsChrootCountsInEveryCreate() throws Exception {
+        String chroot = ZooKeeperFixture.uniquePath("chroot") + "/" + LONG;
+        zk.newClient().create().creatingParentsIfNeeded().forPath(chroot);
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(zk.connectString() + chroot));
+        assertRefusedAboveAndGrantedAtTheBound(client, "/many", chroot + "/many");
+    }
+
+    private static void assertRefusedAboveAndGrantedAtTheBound(CuratorFramework client, String path, String onServer)
+            throws Exception {
+        DistributedSemaphore semaphore = new DistributedSemaphore(client, path, 1_000_000);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> semaphore.acquire(1_000_000));
         Matcher bound = BOUND.matcher(e.getMessage());
         assertTrue(bound.lookingAt(), e.getMessage());
@@ -51,6 +63,6 @@ class RequestSizeTest {
         try (Lease lease = semaphore.tryAcquire(most, Duration.ofSeconds(30)).orElseThrow()) {
             assertEquals(LeaseState.HELD, lease.state());
         }
-        zk.assertNoLeaks(path);
+        zk.assertNoLeaks(onServer);
     }
 }

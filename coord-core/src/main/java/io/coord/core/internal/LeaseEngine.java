@@ -23,6 +23,7 @@ import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.client.ConnectStringParser;
 
 /**
  * A queue of EPHEMERAL_SEQUENTIAL znodes under one path, granted by a {@link LeasePredicate}. Every primitive is one
@@ -114,7 +115,8 @@ public final class LeaseEngine {
     /**
      * The most nodes one acquisition may create together. Their creates go in one transaction, one request, and
      * ZooKeeper breaks the connection on a request larger than {@code jute.maxbuffer} ({@link MultiRead#maxBuffer}),
-     * which Curator would only send again after every reconnect.
+     * which Curator would only send again after every reconnect. Each create is measured as it is sent: under the
+     * namespace, and under the connect string's chroot, which the ZooKeeper handle adds to every path.
      */
     public int maxNodesTogether() {
         int known = maxNodesTogether;
@@ -124,7 +126,11 @@ public final class LeaseEngine {
         String name = ZKPaths.makePath(path, "_c_" + new UUID(0, 0) + "-" + prefix);
         try {
             CuratorOp create = TransactionOps.create(client, name, CreateMode.EPHEMERAL_SEQUENTIAL, nodeData);
-            known = Math.max(1, (MultiRead.maxBuffer() - REQUEST_OVERHEAD) / TransactionOps.requestBytes(create));
+            String chroot =
+                    new ConnectStringParser(client.getZookeeperClient().getCurrentConnectionString()).getChrootPath();
+            int perNode = TransactionOps.requestBytes(create)
+                    + (chroot == null ? 0 : chroot.getBytes(StandardCharsets.UTF_8).length);
+            known = Math.max(1, (MultiRead.maxBuffer() - REQUEST_OVERHEAD) / perNode);
         } catch (IllegalStateException e) {
             // Curator builds no operation on a client that is not started: the acquisition fails further on.
             return Integer.MAX_VALUE;

@@ -11,8 +11,8 @@ import org.apache.zookeeper.CreateMode;
 
 /** Builds the operations of a multi-op transaction. Building one does no I/O; Curator declares {@code Exception} only for bad paths. */
 public final class TransactionOps {
-    // Each operation's header in a transaction's request: its type, a done flag and an error code.
-    private static final int OP_HEADER_BYTES = 4 + 1 + 4;
+    /** Each operation's header in a transaction's request: its type, a done flag and an error code. */
+    public static final int OP_HEADER_BYTES = 4 + 1 + 4;
 
     private TransactionOps() {}
 
