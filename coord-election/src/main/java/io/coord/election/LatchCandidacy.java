@@ -5,6 +5,7 @@ import static io.coord.election.Departures.logDeparture;
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import io.coord.core.internal.Observations;
@@ -103,15 +104,17 @@ final class LatchCandidacy {
         try {
             while (!leading()) {
                 checkCanLead();
-                if (deadline.isForever()) {
-                    changed.await();
-                    continue;
-                }
-                long remaining = deadline.remainingNanos();
+                long remaining = deadline.isForever() ? Long.MAX_VALUE : deadline.remainingNanos();
                 if (remaining <= 0) {
                     return false;
                 }
-                changed.awaitNanos(remaining);
+                // The grant comes with an event that this thread would have to deliver.
+                BackgroundRequests.refuseOnEventThread("awaiting leadership at " + engine.path());
+                if (deadline.isForever()) {
+                    changed.await();
+                } else {
+                    changed.awaitNanos(remaining);
+                }
             }
             return true;
         } finally {

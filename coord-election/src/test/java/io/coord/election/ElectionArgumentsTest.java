@@ -1,9 +1,12 @@
 package io.coord.election;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import org.apache.curator.framework.CuratorFramework;
@@ -19,6 +22,32 @@ class ElectionArgumentsTest {
 
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Test
+    void awaitingLeadershipOnZooKeepersEventThreadIsRefusedUnlessItNeedNotWait() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("event-thread");
+        CuratorFramework client = zk.newClient();
+        LeaderLatch first = new LeaderLatch(client, path, "first");
+        first.start();
+        assertTrue(first.await(Duration.ofSeconds(10)));
+        LeaderLatch second = new LeaderLatch(client, path, "second");
+        second.start();
+        await().until(() -> first.participants().size() == 2);
+
+        Throwable refused = Background.thrownOnEventThread(client, () -> {
+            second.await();
+            return null;
+        });
+        assertEquals(
+                "awaiting leadership at " + path + " waits for ZooKeeper's answers, which ZooKeeper's event thread"
+                        + " delivers: call it from another thread than a watcher or a background callback",
+                refused.getMessage());
+        assertNull(Background.thrownOnEventThread(client, () -> first.await(Duration.ofSeconds(10))), "it leads");
+        assertNull(Background.thrownOnEventThread(client, () -> second.await(Duration.ZERO)), "a look never waits");
+        second.close();
+        first.close();
+        zk.assertNoLeaks(path);
+    }
 
     @Test
     void nullClientIsRefused() {

@@ -1,10 +1,16 @@
 package io.coord.mutex;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import io.coord.core.Lease;
+import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -15,6 +21,37 @@ import org.junit.jupiter.params.provider.ValueSource;
 class MutexArgumentsTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Test
+    void aWaitOnZooKeepersEventThreadIsRefusedBeforeAnythingIsSent() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("event-thread");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        String refusal = "acquiring " + path + " waits for ZooKeeper's answers, which ZooKeeper's event thread"
+                + " delivers: call it from another thread than a watcher or a background callback";
+        Throwable blocking = Background.thrownOnEventThread(client, () -> {
+            mutex.acquire();
+            return null;
+        });
+        assertEquals(refusal, blocking.getMessage());
+        assertInstanceOf(IllegalStateException.class, blocking);
+        Throwable timed = Background.thrownOnEventThread(client, () -> mutex.acquire(Duration.ZERO));
+        assertEquals(refusal, timed.getMessage());
+        assertNull(client.checkExists().forPath(path), "nothing was sent");
+        // Asynchronous acquisitions park no thread, so they are welcome there.
+        CompletableFuture<Lease> async = new CompletableFuture<>();
+        assertNull(Background.thrownOnEventThread(
+                client,
+                () -> mutex.acquireAsync().whenComplete((lease, e) -> {
+                    if (e != null) {
+                        async.completeExceptionally(e);
+                    } else {
+                        async.complete(lease);
+                    }
+                })));
+        async.get(10, TimeUnit.SECONDS).close();
+        zk.assertNoLeaks(path);
+    }
 
     @Test
     void nullClientIsRefused() {

@@ -83,10 +83,7 @@ final class QueueClaim<T> implements Claim<T> {
         if (now != State.HELD) {
             return now == State.ACKED; // an end state is final
         }
-        if (BackgroundRequests.onEventThread()) {
-            throw new IllegalStateException("ack() of " + this + " waits for ZooKeeper's answer, which ZooKeeper's "
-                    + "event thread delivers: call it from another thread than a watcher or a background callback");
-        }
+        BackgroundRequests.refuseOnEventThread("acknowledging " + queue.layout.item(name));
         lock.lock();
         try {
             if (state != State.HELD) {

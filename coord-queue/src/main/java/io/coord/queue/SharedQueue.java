@@ -83,10 +83,12 @@ final class SharedQueue {
     }
 
     /** Refuses a call on a client never started, as the locks do, before it waits or writes anything. */
+    /** Refuses a call on a client never started, or on ZooKeeper's event thread, before anything is sent. */
     void checkStarted() {
         if (context.client().getState() == CuratorFrameworkState.LATENT) {
             throw new IllegalStateException("the client must be started before using the queue at " + path);
         }
+        BackgroundRequests.refuseOnEventThread("using the queue at " + path);
     }
 
     /** Creates the parents that are missing; they are never deleted by the queue. */

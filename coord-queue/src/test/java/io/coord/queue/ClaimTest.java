@@ -108,27 +108,29 @@ class ClaimTest {
         Claim<String> claim = queue.claim(WAIT).orElseThrow();
 
         // A background callback runs on ZooKeeper's event thread, which delivers the answers both calls wait for.
-        CompletableFuture<RuntimeException> ack = new CompletableFuture<>();
-        CompletableFuture<Void> closed = new CompletableFuture<>();
-        client.checkExists()
-                .inBackground((c, event) -> {
-                    try {
-                        claim.ack();
-                        ack.complete(null);
-                    } catch (RuntimeException e) {
-                        ack.complete(e);
-                    }
-                    claim.close();
-                    closed.complete(null);
-                })
-                .forPath("/");
-
-        RuntimeException refused = ack.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        Throwable refused = Background.thrownOnEventThread(client, claim::ack);
         assertInstanceOf(IllegalStateException.class, refused);
-        assertTrue(refused.getMessage().contains("event thread"), refused.getMessage());
-        closed.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertEquals(
+                "acknowledging " + path + "/items/" + itemName(client, path) + " waits for ZooKeeper's answers,"
+                        + " which ZooKeeper's event thread delivers: call it from another thread than a watcher or a"
+                        + " background callback",
+                refused.getMessage());
+        Throwable poll = Background.thrownOnEventThread(client, queue::poll);
+        assertEquals(
+                "using the queue at " + path + " waits for ZooKeeper's answers, which ZooKeeper's event thread"
+                        + " delivers: call it from another thread than a watcher or a background callback",
+                poll.getMessage());
+        assertNull(Background.thrownOnEventThread(client, () -> {
+            claim.close();
+            return null;
+        }));
         assertEquals("job", await().atMost(WAIT).until(queue::poll, "job"::equals), "the release went on");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    /** The name of the queue's only item. */
+    private static String itemName(CuratorFramework client, String path) throws Exception {
+        return client.getChildren().forPath(path + "/items").get(0);
     }
 
     @Test

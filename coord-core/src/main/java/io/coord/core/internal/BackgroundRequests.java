@@ -35,6 +35,19 @@ public final class BackgroundRequests {
         return Thread.currentThread().getClass().getName().equals(EVENT_THREAD);
     }
 
+    /**
+     * Refuses, before anything is sent, a call that would wait on ZooKeeper's event thread for what that thread
+     * delivers, where it would wait for ever.
+     *
+     * @throws IllegalStateException naming {@code call} ("acquiring /locks/a", say)
+     */
+    public static void refuseOnEventThread(String call) {
+        if (onEventThread()) {
+            throw new IllegalStateException(call + " waits for ZooKeeper's answers, which ZooKeeper's event thread "
+                    + "delivers: call it from another thread than a watcher or a background callback");
+        }
+    }
+
     /** Sends one request, answering {@code callback}. */
     @FunctionalInterface
     public interface Call {

@@ -268,6 +268,7 @@ public final class LeaseEngine {
 
     /** Like {@link #acquire(Duration)}, for {@code nodes} znodes granted together by {@code grant}. */
     public Lease acquire(Deadline deadline, int nodes, LeasePredicate grant) throws InterruptedException {
+        BackgroundRequests.refuseOnEventThread("acquiring " + path);
         if (Thread.interrupted()) {
             throw new InterruptedException("interrupted before acquiring " + path);
         }
