@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -42,8 +43,11 @@ class ElectionArgumentsTest {
                 "awaiting leadership at " + path + " waits for ZooKeeper's answers, which ZooKeeper's event thread"
                         + " delivers: call it from another thread than a watcher or a background callback",
                 refused.getMessage());
-        assertNull(Background.thrownOnEventThread(client, () -> first.await(Duration.ofSeconds(10))), "it leads");
-        assertNull(Background.thrownOnEventThread(client, () -> second.await(Duration.ZERO)), "a look never waits");
+        AtomicReference<Boolean> leads = new AtomicReference<>();
+        assertNull(Background.thrownOnEventThread(client, () -> leads.getAndSet(first.await(Duration.ofSeconds(10)))));
+        assertEquals(true, leads.get(), "a leader need not wait");
+        assertNull(Background.thrownOnEventThread(client, () -> leads.getAndSet(second.await(Duration.ZERO))));
+        assertEquals(false, leads.get(), "a look never waits");
         second.close();
         first.close();
         zk.assertNoLeaks(path);

@@ -37,6 +37,18 @@ class MutexArgumentsTest {
         assertInstanceOf(IllegalStateException.class, blocking);
         Throwable timed = Background.thrownOnEventThread(client, () -> mutex.acquire(Duration.ZERO));
         assertEquals(refusal, timed.getMessage());
+        Throwable lock = Background.thrownOnEventThread(client, () -> {
+            mutex.asLock().lock();
+            return null;
+        });
+        assertEquals(refusal, lock.getMessage());
+        assertEquals(
+                refusal,
+                Background.thrownOnEventThread(client, mutex.asLock()::tryLock).getMessage());
+        assertEquals(
+                "listing the participants of " + path + " waits for ZooKeeper's answers, which ZooKeeper's event"
+                        + " thread delivers: call it from another thread than a watcher or a background callback",
+                Background.thrownOnEventThread(client, mutex::participants).getMessage());
         assertNull(client.checkExists().forPath(path), "nothing was sent");
         // Asynchronous acquisitions park no thread, so they are welcome there.
         CompletableFuture<Lease> async = new CompletableFuture<>();

@@ -82,7 +82,6 @@ final class SharedQueue {
         return context.client().getState() == CuratorFrameworkState.STARTED && !context.isClosed();
     }
 
-    /** Refuses a call on a client never started, as the locks do, before it waits or writes anything. */
     /** Refuses a call on a client never started, or on ZooKeeper's event thread, before anything is sent. */
     void checkStarted() {
         if (context.client().getState() == CuratorFrameworkState.LATENT) {

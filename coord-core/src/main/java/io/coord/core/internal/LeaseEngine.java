@@ -309,6 +309,7 @@ public final class LeaseEngine {
      * refused: an interrupt does not undo a grant, as it would if the look were given up and sent again.
      */
     Lease acquireUninterruptibly(boolean tryOnce) {
+        BackgroundRequests.refuseOnEventThread("acquiring " + path);
         Attempt attempt = start(new Attempt.Request(1, predicate, tryOnce));
         boolean interrupted = Thread.interrupted();
         try {
