@@ -109,7 +109,7 @@ final class LatchCandidacy {
                     return false;
                 }
                 // The grant comes with an event that this thread would have to deliver.
-                BackgroundRequests.refuseOnEventThread("awaiting leadership at " + engine.path());
+                BackgroundRequests.refuseOnEventThread("awaiting leadership at", engine.path());
                 if (deadline.isForever()) {
                     changed.await();
                 } else {

@@ -83,7 +83,7 @@ final class QueueClaim<T> implements Claim<T> {
         if (now != State.HELD) {
             return now == State.ACKED; // an end state is final
         }
-        BackgroundRequests.refuseOnEventThread("acknowledging " + queue.layout.item(name));
+        BackgroundRequests.refuseOnEventThread("acknowledging", queue.layout.item(name));
         lock.lock();
         try {
             if (state != State.HELD) {
@@ -105,11 +105,11 @@ final class QueueClaim<T> implements Claim<T> {
         // On ZooKeeper's event thread nothing may wait for an answer that thread delivers: neither the release's nor
         // an ack's, which holds the lock while it waits (that close goes on on another thread, after the ack).
         boolean onEventThread = BackgroundRequests.onEventThread();
-        if (onEventThread && !lock.tryLock()) {
+        if (!onEventThread) {
+            lock.lock();
+        } else if (!lock.tryLock()) {
             queue.context.callbacks().execute(this::close);
             return;
-        } else if (!onEventThread) {
-            lock.lock();
         }
         CompletableFuture<Void> answered = new CompletableFuture<>();
         try {

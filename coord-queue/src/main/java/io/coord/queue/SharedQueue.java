@@ -87,7 +87,7 @@ final class SharedQueue {
         if (context.client().getState() == CuratorFrameworkState.LATENT) {
             throw new IllegalStateException("the client must be started before using the queue at " + path);
         }
-        BackgroundRequests.refuseOnEventThread("using the queue at " + path);
+        BackgroundRequests.refuseOnEventThread("using the queue at", path);
     }
 
     /** Creates the parents that are missing; they are never deleted by the queue. */

@@ -39,12 +39,12 @@ public final class BackgroundRequests {
      * Refuses, before anything is sent, a call that would wait on ZooKeeper's event thread for what that thread
      * delivers, where it would wait for ever.
      *
-     * @throws IllegalStateException naming {@code call} ("acquiring /locks/a", say)
+     * @throws IllegalStateException naming the call: {@code doing} on {@code path} ("acquiring", "/locks/a")
      */
-    public static void refuseOnEventThread(String call) {
-        if (onEventThread()) {
-            throw new IllegalStateException(call + " waits for ZooKeeper's answers, which ZooKeeper's event thread "
-                    + "delivers: call it from another thread than a watcher or a background callback");
+    public static void refuseOnEventThread(String doing, String path) {
+        if (onEventThread()) { // the message is made only then: most callers are on an acquisition's hot path
+            throw new IllegalStateException(doing + " " + path + " waits for ZooKeeper's answers, which ZooKeeper's "
+                    + "event thread delivers: call it from another thread than a watcher or a background callback");
         }
     }
 

@@ -268,7 +268,7 @@ public final class LeaseEngine {
 
     /** Like {@link #acquire(Duration)}, for {@code nodes} znodes granted together by {@code grant}. */
     public Lease acquire(Deadline deadline, int nodes, LeasePredicate grant) throws InterruptedException {
-        BackgroundRequests.refuseOnEventThread("acquiring " + path);
+        BackgroundRequests.refuseOnEventThread("acquiring", path);
         if (Thread.interrupted()) {
             throw new InterruptedException("interrupted before acquiring " + path);
         }
@@ -309,7 +309,7 @@ public final class LeaseEngine {
      * refused: an interrupt does not undo a grant, as it would if the look were given up and sent again.
      */
     Lease acquireUninterruptibly(boolean tryOnce) {
-        BackgroundRequests.refuseOnEventThread("acquiring " + path);
+        BackgroundRequests.refuseOnEventThread("acquiring", path);
         Attempt attempt = start(new Attempt.Request(1, predicate, tryOnce));
         boolean interrupted = Thread.interrupted();
         try {

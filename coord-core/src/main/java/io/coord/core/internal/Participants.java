@@ -23,7 +23,7 @@ final class Participants {
     private Participants() {}
 
     static List<Participant> read(CuratorFramework client, String path) {
-        BackgroundRequests.refuseOnEventThread("listing the participants of " + path);
+        BackgroundRequests.refuseOnEventThread("listing the participants of", path);
         try {
             return readOnce(client, path);
         } catch (InterruptedException e) {
