@@ -18,13 +18,16 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.apache.curator.drivers.AdvancedTracerDriver;
 import org.apache.curator.drivers.EventTrace;
 import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.CuratorWatcher;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.Watcher;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -125,6 +128,42 @@ class ClaimTest {
             return null;
         }));
         assertEquals("job", await().atMost(WAIT).until(queue::poll, "job"::equals), "the release went on");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aCloseOnTheEventThreadWhileAnAckHoldsTheClaimReturnsAtOnceAndGoesOnAfterTheAck() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("event-thread-busy");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("job");
+        Claim<String> claim = queue.claim(Duration.ZERO).orElseThrow();
+
+        // A watcher hears the connection drop on ZooKeeper's event thread, and closes the claim there. It watches a
+        // node of its own, made at the end so that its watch goes.
+        String watched = path + "-watched";
+        AtomicReference<CompletableFuture<Boolean>> ack = new AtomicReference<>();
+        CompletableFuture<Boolean> ackDoneAtClose = new CompletableFuture<>();
+        client.checkExists()
+                .usingWatcher((CuratorWatcher) event -> {
+                    if (event.getState() == Watcher.Event.KeeperState.Disconnected && !ackDoneAtClose.isDone()) {
+                        claim.close();
+                        ackDoneAtClose.complete(ack.get().isDone());
+                    }
+                })
+                .forPath(watched);
+
+        // The ack's transaction lands and its reply is lost: the ack holds the claim while it waits for the answer.
+        proxy.dropNextReply();
+        ack.set(Background.call(claim::ack));
+        await().atMost(WAIT).until(() -> proxy.repliesLost() == 1);
+        proxy.cutConnections();
+        assertFalse(ackDoneAtClose.get(WAIT.toSeconds(), TimeUnit.SECONDS), "close() returned while the ack waited");
+        assertTrue(ack.get().get(WAIT.toSeconds(), TimeUnit.SECONDS), "the ack removed the item");
+        assertNull(queue.poll());
+        client.create().forPath(watched);
+        client.delete().forPath(watched);
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
