@@ -123,7 +123,7 @@ public final class LeaseEngine {
         if (known != 0) {
             return known;
         }
-        String name = ZKPaths.makePath(path, "_c_" + new UUID(0, 0) + "-" + prefix);
+        String name = ZKPaths.makePath(path, OwnNodes.prefixOf(new UUID(0, 0).toString()) + prefix);
         try {
             CuratorOp create = TransactionOps.create(client, name, CreateMode.EPHEMERAL_SEQUENTIAL, nodeData);
             String chroot =

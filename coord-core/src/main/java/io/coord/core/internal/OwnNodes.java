@@ -25,7 +25,7 @@ final class OwnNodes {
     String newGeneration() {
         names = List.of();
         last = null;
-        String prefix = "_c_" + UUID.randomUUID() + "-";
+        String prefix = prefixOf(UUID.randomUUID().toString());
         prefixes.add(prefix);
         return prefix;
     }
@@ -42,6 +42,11 @@ final class OwnNodes {
     /** The protection id of the current generation: its names start with {@code _c_<id>-}. */
     String currentId() {
         return idOf(prefixes.get(prefixes.size() - 1));
+    }
+
+    /** The name prefix {@code _c_<id>-} of the protection id {@code id}. */
+    static String prefixOf(String id) {
+        return "_c_" + id + "-";
     }
 
     /** The protection id in a name prefix {@code _c_<id>-}. */

@@ -159,7 +159,7 @@ final class SharedPath {
         }
         for (SequenceNode node : nodes) {
             node.protectionId()
-                    .filter(id -> batch.contains("_c_" + id + "-"))
+                    .filter(id -> batch.contains(OwnNodes.prefixOf(id)))
                     .ifPresent(id -> context.deleteGuaranteed(ZKPaths.makePath(path, node.name())));
         }
     }
