@@ -24,6 +24,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.curator.drivers.AdvancedTracerDriver;
+import org.apache.curator.drivers.EventTrace;
+import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.listen.ListenerManager;
 import org.apache.curator.framework.state.ConnectionState;
@@ -264,6 +268,51 @@ class MutexFaultTest {
         waiter.acquire(); // the waiter's client still works
         waiter.release();
         client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void participantsFailWhenTheRetryPolicyGivesUpOnAConnectionLostBetweenTheirTwoReads() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("participants-cut-off");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        holder.acquire();
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // A session that outlives the outage, and one retry: only the retry policy may end the read.
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(1, 100)));
+        ReentrantMutex looker = new ReentrantMutex(client, path);
+        AtomicBoolean cutAfterChildren = new AtomicBoolean();
+        client.getZookeeperClient().setTracerDriver(new AdvancedTracerDriver() {
+            @Override
+            public void addTrace(OperationTrace trace) {
+                // Runs as the children read returns, before the data read is sent.
+                if (trace.getName().startsWith("GetChildren") && cutAfterChildren.compareAndSet(true, false)) {
+                    proxy.refuseConnections(true);
+                    proxy.cutConnections();
+                }
+            }
+
+            @Override
+            public void addEvent(EventTrace trace) {}
+        });
+        assertEquals(1, looker.participants().size());
+
+        cutAfterChildren.set(true);
+        CompletableFuture<List<Participant>> listed = CompletableFuture.supplyAsync(looker::participants);
+
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> listed.get(60, TimeUnit.SECONDS));
+        CoordinationException error = assertInstanceOf(CoordinationException.class, failed.getCause());
+        assertEquals("listing the participants of " + path + " failed: CONNECTIONLOSS", error.getMessage());
+        assertInstanceOf(KeeperException.ConnectionLossException.class, error.getCause());
+        assertFalse(cutAfterChildren.get(), "the children read answered before the cut");
+        proxy.refuseConnections(false);
+        assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
+        assertEquals(1, looker.participants().size());
+        holder.release();
+        client.close();
+        proxy.close();
         zk.assertNoLeaks(path);
     }
 

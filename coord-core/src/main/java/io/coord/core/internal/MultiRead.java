@@ -1,11 +1,14 @@
 package io.coord.core.internal;
 
+import io.coord.core.CoordinationException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.curator.RetryLoop;
 import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.utils.ZKPaths;
@@ -18,7 +21,8 @@ import org.apache.zookeeper.OpResult;
  * Reads the data of many znodes in one request: ZooKeeper's read-only multi (3.6+). Curator 5.9 does not wrap it, so
  * it goes through the client's ZooKeeper handle, with the namespace applied here, and is reported to Curator's tracer
  * like Curator's own requests. Each read succeeds or fails on its own: a missing znode is an error result in its
- * place. A read lost with the connection is sent again once connected, since reads are safe to repeat.
+ * place. A read lost with the connection is sent again once connected, since reads are safe to repeat; a caller that
+ * waits on its own thread reads with {@link #readRetrying}, which gives up when the client's retry policy does.
  *
  * <p>A server before 3.6 answers UNIMPLEMENTED (and drops the connection): from then on the client reads such
  * batches node by node, with the same results, one request per node.
@@ -51,13 +55,48 @@ public final class MultiRead {
      * each reply to fit when no node holds more than {@code maxDataBytes}. The requests go out together.
      */
     public static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths, int maxDataBytes) {
-        int perReply = readsPerReply(maxDataBytes);
+        return read(context, paths, readsPerReply(maxDataBytes), true);
+    }
+
+    /**
+     * The data of {@code paths}, as {@link #read(ClientContext, List, int)} gives it, waited for on the calling thread
+     * as Curator's own synchronous reads are: a read lost with the connection is sent again as often as the client's
+     * retry policy allows, and then fails. Each time in smaller requests, in case a reply was too big.
+     *
+     * @throws CoordinationException naming {@code doing} and {@code path} if it fails, or the client closes
+     */
+    public static List<OpResult> readRetrying(
+            ClientContext context, List<String> paths, int maxDataBytes, String doing, String path)
+            throws InterruptedException {
+        int[] perReply = {readsPerReply(maxDataBytes)};
+        try {
+            return RetryLoop.callWithRetry(context.client().getZookeeperClient(), () -> {
+                CompletableFuture<List<OpResult>> answer = read(context, paths, perReply[0], false);
+                try {
+                    return answer.get();
+                } catch (ExecutionException e) {
+                    perReply[0] = Math.max(1, perReply[0] / 2);
+                    throw e.getCause() instanceof Exception cause ? cause : e;
+                } finally {
+                    answer.cancel(false); // an interrupted wait leaves nothing to complete later
+                }
+            });
+        } catch (InterruptedException e) {
+            throw e;
+        } catch (Exception e) {
+            throw BackgroundRequests.failure(doing, path, e);
+        }
+    }
+
+    /** In requests of at most {@code perReply} reads; unless {@code resend}, a read lost with the connection fails. */
+    private static CompletableFuture<List<OpResult>> read(
+            ClientContext context, List<String> paths, int perReply, boolean resend) {
         if (paths.size() <= perReply) {
-            return read(context, paths);
+            return read(context, paths, resend);
         }
         List<CompletableFuture<List<OpResult>>> parts = new ArrayList<>();
         for (int from = 0; from < paths.size(); from += perReply) {
-            parts.add(read(context, paths.subList(from, Math.min(paths.size(), from + perReply))));
+            parts.add(read(context, paths.subList(from, Math.min(paths.size(), from + perReply)), resend));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(done -> {
             List<OpResult> all = new ArrayList<>(paths.size());
@@ -71,23 +110,36 @@ public final class MultiRead {
      * the client's closed error if the client closes first, or with the server's error for the batch as a whole.
      */
     public static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths) {
-        CompletableFuture<List<OpResult>> answer = context.track(new CompletableFuture<>());
-        send(context, paths, answer, 0);
-        return answer;
+        return read(context, paths, true);
     }
 
-    private static void send(
-            ClientContext context, List<String> paths, CompletableFuture<List<OpResult>> answer, int lost) {
-        if (answer.isDone()) {
+    /** As {@link #read(ClientContext, List)}; unless {@code resend}, a read lost with the connection fails instead. */
+    private static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths, boolean resend) {
+        Batch batch = new Batch(context, paths, context.track(new CompletableFuture<>()), resend);
+        send(batch, 0);
+        return batch.answer();
+    }
+
+    /** One read of {@code paths}: its answer, and whether a read lost with the connection is sent again. */
+    private record Batch(
+            ClientContext context, List<String> paths, CompletableFuture<List<OpResult>> answer, boolean resend) {
+        void lost(Code code) {
+            answer.completeExceptionally(KeeperException.create(code, paths.get(0)));
+        }
+    }
+
+    private static void send(Batch batch, int lost) {
+        ClientContext context = batch.context();
+        if (batch.answer().isDone()) {
             return; // the client was closed
         }
         if (context.hasOlderServer()) {
-            readEach(context, paths, answer);
+            readEach(batch);
             return;
         }
         CuratorFramework client = context.client();
         String namespace = client.getNamespace();
-        List<Op> reads = paths.stream()
+        List<Op> reads = batch.paths().stream()
                 .map(path -> Op.getData(ZKPaths.fixForNamespace(namespace, path)))
                 .toList();
         OperationTrace trace = client.getZookeeperClient().startAdvancedTracer("MultiReadImpl-Background");
@@ -98,46 +150,41 @@ public final class MultiRead {
                             reads,
                             (rc, path, ctx, results) -> {
                                 trace.setReturnCode(rc).commit();
-                                answered(context, paths, answer, lost, Code.get(rc), results);
+                                answered(batch, lost, Code.get(rc), results);
                             },
                             null);
         } catch (Exception e) {
-            answer.completeExceptionally(e); // the client is closed, or not started
+            batch.answer().completeExceptionally(e); // the client is closed, or not started
         }
     }
 
-    private static void answered(
-            ClientContext context,
-            List<String> paths,
-            CompletableFuture<List<OpResult>> answer,
-            int lost,
-            Code code,
-            List<OpResult> results) {
+    private static void answered(Batch batch, int lost, Code code, List<OpResult> results) {
+        ClientContext context = batch.context();
         if (results != null) {
-            answer.complete(results); // the code is then the first read's error, if any
+            batch.answer().complete(results); // the code is then the first read's error, if any
         } else if (code == Code.UNIMPLEMENTED) {
             context.olderServer();
-            readEach(context, paths, answer);
-        } else if (ResultCodes.isInDoubt(code) && !context.isClosed()) {
+            readEach(batch);
+        } else if (ResultCodes.isInDoubt(code) && batch.resend() && !context.isClosed()) {
             // Lost twice running: perhaps the reply is too big (nodes written by others may hold up to a reply's
             // worth each), which breaks the connection each time. Halves are read instead, down to single nodes.
             context.whenConnected(() -> {
-                if (lost == 0 || paths.size() == 1) {
-                    send(context, paths, answer, lost + 1);
+                if (lost == 0 || batch.paths().size() == 1) {
+                    send(batch, lost + 1);
                 } else {
-                    readHalves(context, paths, answer);
+                    readHalves(batch);
                 }
             });
         } else {
-            answer.completeExceptionally(KeeperException.create(code, paths.get(0)));
+            batch.lost(code);
         }
     }
 
-    private static void readHalves(
-            ClientContext context, List<String> paths, CompletableFuture<List<OpResult>> answer) {
+    private static void readHalves(Batch batch) {
+        List<String> paths = batch.paths();
         int half = paths.size() / 2;
-        CompletableFuture<List<OpResult>> first = read(context, paths.subList(0, half));
-        CompletableFuture<List<OpResult>> second = read(context, paths.subList(half, paths.size()));
+        CompletableFuture<List<OpResult>> first = read(batch.context(), paths.subList(0, half), true);
+        CompletableFuture<List<OpResult>> second = read(batch.context(), paths.subList(half, paths.size()), true);
         first.thenCombine(second, (a, b) -> {
                     List<OpResult> all = new ArrayList<>(a);
                     all.addAll(b);
@@ -145,15 +192,17 @@ public final class MultiRead {
                 })
                 .whenComplete((all, error) -> {
                     if (error != null) {
-                        answer.completeExceptionally(ResultCodes.unwrap(error));
+                        batch.answer().completeExceptionally(ResultCodes.unwrap(error));
                     } else {
-                        answer.complete(all);
+                        batch.answer().complete(all);
                     }
                 });
     }
 
     /** One background read per node (Curator retries each across connection loss), gathered as a multi answers. */
-    private static void readEach(ClientContext context, List<String> paths, CompletableFuture<List<OpResult>> answer) {
+    private static void readEach(Batch batch) {
+        ClientContext context = batch.context();
+        List<String> paths = batch.paths();
         OpResult[] results = new OpResult[paths.size()];
         AtomicInteger left = new AtomicInteger(paths.size());
         AtomicBoolean resent = new AtomicBoolean();
@@ -166,8 +215,10 @@ public final class MultiRead {
                             Code code = Code.get(event.getResultCode());
                             if (ResultCodes.isInDoubt(code)) {
                                 // Curator's retries ran out: read the whole batch again once connected, once.
-                                if (!context.isClosed() && resent.compareAndSet(false, true)) {
-                                    context.whenConnected(() -> send(context, paths, answer, 0));
+                                if (!batch.resend()) {
+                                    batch.lost(code);
+                                } else if (!context.isClosed() && resent.compareAndSet(false, true)) {
+                                    context.whenConnected(() -> send(batch, 0));
                                 }
                                 return;
                             }
@@ -175,12 +226,12 @@ public final class MultiRead {
                                     ? new OpResult.GetDataResult(event.getData(), event.getStat())
                                     : new OpResult.ErrorResult(code.intValue());
                             if (left.decrementAndGet() == 0 && !resent.get()) {
-                                answer.complete(Arrays.asList(results));
+                                batch.answer().complete(Arrays.asList(results));
                             }
                         })
                         .forPath(paths.get(index));
             } catch (Exception e) {
-                answer.completeExceptionally(e); // the client is closed, or not started
+                batch.answer().completeExceptionally(e); // the client is closed, or not started
                 return;
             }
         }

@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.ExecutionException;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
@@ -17,13 +16,16 @@ import org.apache.zookeeper.OpResult;
 /**
  * Lists a queue's holders and waiters: one children read, then the nodes' data in one multi-read per {@link
  * MultiRead#readsPerReply} nodes (15 under the default {@code jute.maxbuffer}, since an id may take 64 KiB), sent
- * together.
+ * together. Both reads are waited for as Curator's own synchronous reads are: a lost connection fails them once the
+ * client's retry policy gives up.
  */
 final class Participants {
     private Participants() {}
 
+    private static final String DOING = "listing the participants of";
+
     static List<Participant> read(CuratorFramework client, String path) {
-        BackgroundRequests.refuseOnEventThread("listing the participants of", path);
+        BackgroundRequests.refuseOnEventThread(DOING, path);
         try {
             return readOnce(client, path);
         } catch (InterruptedException e) {
@@ -32,7 +34,7 @@ final class Participants {
         } catch (RuntimeException e) {
             throw e;
         } catch (Exception e) {
-            throw new CoordinationException("cannot list participants of " + path + ": " + e, e);
+            throw BackgroundRequests.failure(DOING, path, e);
         }
     }
 
@@ -60,13 +62,8 @@ final class Participants {
         }
         List<String> paths =
                 nodes.stream().map(n -> ZKPaths.makePath(path, n.name())).toList();
-        List<OpResult> results;
-        try {
-            results = MultiRead.read(ClientContext.of(client), paths, Arguments.MAX_PARTICIPANT_ID_BYTES)
-                    .get();
-        } catch (ExecutionException e) {
-            throw e.getCause() instanceof Exception cause ? cause : e;
-        }
+        List<OpResult> results = MultiRead.readRetrying(
+                ClientContext.of(client), paths, Arguments.MAX_PARTICIPANT_ID_BYTES, DOING, path);
         List<Participant> participants = new ArrayList<>(nodes.size());
         for (int i = 0; i < nodes.size(); i++) {
             // A node that left between the two reads is no longer a participant.
