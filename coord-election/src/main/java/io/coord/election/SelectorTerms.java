@@ -269,7 +269,10 @@ final class SelectorTerms {
         try {
             // Checked after leaderThread is set: a later change that ends leadership interrupts us, an earlier one is
             // seen here.
-            if (run && policy.leads(lease.state()) && reportStarted(lease)) {
+            if (run && !policy.leads(lease.state())) {
+                // As a task interrupted at once; the selector queues again only if it requeues by itself.
+                log.info("{}: its term stopped leading before its task started, so the task did not run", name);
+            } else if (run && reportStarted(lease)) {
                 task.takeLeadership(lease);
             }
         } catch (InterruptedException e) {
