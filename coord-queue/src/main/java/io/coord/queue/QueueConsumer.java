@@ -124,13 +124,16 @@ final class QueueConsumer<T> {
         boolean waiting = false;
         boolean listed = false;
         if (!deadline.allowsWaiting() && queue.started() && !queue.context.isConnected()) {
-            return taken; // a call that never waits answers at once; once under way, it is seen through
+            return taken; // a call that never waits answers at once
         }
         try {
             while (taken.size() < max) {
                 CompletableFuture<Void> seen = items.signal();
-                // Before a name is taken: a write sent while disconnected would be waited for past the deadline.
-                if (deadline.allowsWaiting() && taken.isEmpty() && !queue.context.awaitConnected(deadline)) {
+                // Before a name is taken: a write sent while disconnected would be waited for past the deadline. A
+                // call that never waits stops there, and also when a read of its answers the loss of the connection.
+                if (deadline.allowsWaiting()
+                        ? taken.isEmpty() && !queue.context.awaitConnected(deadline)
+                        : queue.started() && !queue.context.isConnected()) {
                     return taken;
                 }
                 int room = sink == null
@@ -230,8 +233,9 @@ final class QueueConsumer<T> {
                 BackgroundRequests.awaitFully(queue.items.read(), queue.layout.items());
                 continue;
             }
+            // Not sent again after a lost connection: the call never waits for it.
             List<OpResult> results = BackgroundRequests.awaitFully(
-                    MultiRead.read(queue.context, List.of(queue.layout.item(name), queue.layout.claim(name))),
+                    MultiRead.read(queue.context, List.of(queue.layout.item(name), queue.layout.claim(name)), false),
                     queue.layout.item(name));
             byte[] stored = data(results.get(0), queue.layout.item(name));
             if (stored == null) {
@@ -260,6 +264,12 @@ final class QueueConsumer<T> {
         } catch (TimeoutException e) {
             abandon(names, slot);
             return false;
+        } catch (CoordinationException e) {
+            abandon(names, slot);
+            if (!taken.isEmpty() && ResultCodes.isInDoubt(e)) {
+                return false; // a read lost with the connection, not sent again: the call ends with what it took
+            }
+            throw e;
         } catch (RuntimeException | InterruptedException e) {
             abandon(names, slot);
             throw e;
@@ -290,6 +300,10 @@ final class QueueConsumer<T> {
         if (present.isEmpty()) {
             queue.slots.giveBack(slot);
             return true;
+        }
+        if (!deadline.waitsForConnection() && !queue.context.isConnected()) {
+            abandon(present, slot); // a write sent now would be waited for until the connection is back
+            return false;
         }
         if (claim) {
             return claimOne(slot, present.get(0), decoded.get(0), taken, readAt, deadline);
@@ -345,9 +359,12 @@ final class QueueConsumer<T> {
                 : List.of();
         reading.addAll(ahead);
         long epoch = cache.epoch();
+        // A read lost with the connection is sent again once connected, unless the call never waits for it.
         List<OpResult> results = BackgroundRequests.awaitWithin(
                 MultiRead.read(
-                        queue.context, reading.stream().map(queue.layout::item).toList()),
+                        queue.context,
+                        reading.stream().map(queue.layout::item).toList(),
+                        deadline.waitsForConnection()),
                 deadline,
                 queue.layout.items());
         int next = 0;

@@ -150,8 +150,8 @@ final class QueueProducer {
                     }
                 }
                 queue.checkCounter();
-                // Not sent while disconnected: a timed caller would otherwise wait for it past its deadline.
-                if (deadline.allowsWaiting() && !queue.context.awaitConnected(deadline)) {
+                // Not sent while disconnected: a caller would otherwise wait for it past its deadline, or at all.
+                if (deadline.allowsWaiting() ? !queue.context.awaitConnected(deadline) : !queue.context.isConnected()) {
                     return false;
                 }
                 if (landed(

@@ -148,7 +148,7 @@ final class SessionMarker {
                 return code;
             }
             try {
-                BackgroundRequests.awaitWithin(queue.context.connected(), deadline, marker);
+                BackgroundRequests.awaitConnection(queue.context, deadline, marker);
             } catch (TimeoutException | InterruptedException e) {
                 queue.context.deleteGuaranteed(marker); // it may have landed
                 throw e;

@@ -379,7 +379,7 @@ final class Slots {
                 BackgroundRequests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.slots());
             } else if (ResultCodes.isInDoubt(code)) {
                 // It may have landed: the same name again tells, once connected.
-                BackgroundRequests.awaitWithin(queue.context.connected(), deadline, slot.path);
+                BackgroundRequests.awaitConnection(queue.context, deadline, slot.path);
             } else {
                 throw BackgroundRequests.failure("creating", slot.path, code);
             }

@@ -177,6 +177,100 @@ class QueueFaultTest {
     }
 
     @Test
+    void untimedCallsWhoseReadIsCutOffByAnOutageFailAtOnceAndTakeNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("read-cut-off");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newOutageProofClient(proxy);
+        DistributedQueue<String> queue = queue(client, path);
+        // Items too big to be read ahead: each poll reads its item's data when it takes the name.
+        List<String> items = List.of("a".repeat(5_000), "b".repeat(5_000), "c".repeat(5_000));
+        for (String item : items) {
+            queue.put(item);
+        }
+        assertEquals(items.get(0), queue.poll());
+
+        for (String call : List.of("poll", "peek")) {
+            proxy.loseReplies(true); // the read goes out, and its reply never comes back
+            CompletableFuture<String> answer = new CompletableFuture<>();
+            Thread caller = new Thread(() -> {
+                try {
+                    answer.complete(call.equals("poll") ? queue.poll() : queue.peek());
+                } catch (Throwable e) {
+                    answer.completeExceptionally(e);
+                }
+            });
+            caller.start();
+            await().until(() -> answer.isDone() || caller.getState() == Thread.State.WAITING);
+            proxy.refuseConnections(true);
+            proxy.cutConnections();
+
+            ExecutionException failed =
+                    assertThrows(ExecutionException.class, () -> answer.get(20, TimeUnit.SECONDS), call);
+            assertInstanceOf(CoordinationException.class, failed.getCause(), call);
+            proxy.loseReplies(false);
+            proxy.refuseConnections(false);
+            assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
+        }
+        assertEquals(items.get(1), queue.poll(), "the polls cut off took nothing");
+        assertEquals(items.get(2), queue.poll());
+        client.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void anUntimedPollWhoseNewWriteSlotIsCutOffByAnOutageFailsOnceCuratorGivesUpAndTakesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-cut-off");
+        queue(zk.newClient(), path).put("a");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // A session that outlives the outage, and one retry: only Curator's retry policy may end the create.
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(1, 100)));
+        AtomicBoolean listed = new AtomicBoolean();
+        client.getZookeeperClient().setTracerDriver(new TracerDriver() {
+            @Override
+            public void addTrace(String name, long time, TimeUnit unit) {
+                // The poll's children read answered: the create of its first write slot goes out next, and is lost.
+                if (name.startsWith("GetChildren") && listed.compareAndSet(false, true)) {
+                    proxy.loseReplies(true);
+                }
+            }
+
+            @Override
+            public void addCount(String name, int increment) {}
+        });
+        DistributedQueue<String> queue = queue(client, path);
+        CompletableFuture<String> polled = new CompletableFuture<>();
+        Thread polling = new Thread(() -> {
+            try {
+                polled.complete(queue.poll());
+            } catch (Throwable e) {
+                polled.completeExceptionally(e);
+            }
+        });
+        polling.start();
+        await().until(() -> polled.isDone()
+                || listed.get() && proxy.repliesLost() > 0 && polling.getState() == Thread.State.WAITING);
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> polled.get(30, TimeUnit.SECONDS));
+        assertEquals(
+                "nothing done polling " + path + "/items: the connection to ZooKeeper dropped during the call, which"
+                        + " does not wait for it",
+                failed.getCause().getMessage());
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+        assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
+        assertEquals("a", queue.poll(), "the poll cut off took nothing");
+        client.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aWriteCutOffByTheClientsCloseSaysItMayHaveLanded() throws Exception {
         String path = ZooKeeperFixture.uniquePath("write-at-close");
         PutInFlight inFlight = PutInFlight.start(path);

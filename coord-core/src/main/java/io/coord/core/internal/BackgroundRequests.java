@@ -113,8 +113,9 @@ public final class BackgroundRequests {
     }
 
     /**
-     * Waits under the deadline when it allows waiting. {@link Deadline#now()} is the untimed calls ({@code offer},
-     * {@code poll}): they never wait for room or for items, but do wait for the answer, as long as it takes.
+     * Waits under the deadline when it allows waiting. Under {@link Deadline#now()} (the untimed calls, {@code offer},
+     * {@code poll}) and {@link Deadline#throughOutages()}, callers never wait for room or for items, but do wait for the
+     * answer of a request sent, as long as Curator's retries of it last.
      */
     public static <T> T awaitWithin(CompletableFuture<T> answer, Deadline deadline, String path)
             throws InterruptedException, TimeoutException {
@@ -159,14 +160,33 @@ public final class BackgroundRequests {
     }
 
     /**
-     * Runs {@code call} with {@link Deadline#now()}, under which {@link #awaitWithin} waits for each answer as long as
-     * it takes, whatever interrupts arrive (the flag is kept): for callers that must see their requests through.
+     * Runs {@code call} with {@link Deadline#throughOutages()}, under which {@link #awaitWithin} waits for each answer
+     * as long as it takes, whatever interrupts arrive (the flag is kept), and {@link #awaitConnection} for the
+     * connection: for callers that must see their requests through.
      */
     public static <T> T fully(Timed<T> call) {
         try {
-            return call.call(Deadline.now());
+            return call.call(Deadline.throughOutages());
         } catch (TimeoutException | InterruptedException e) {
             throw new IllegalStateException("an untimed wait gave up", e);
+        }
+    }
+
+    /**
+     * Waits for the client to be connected, to send a request again: until the deadline, as long as it takes under
+     * {@link Deadline#throughOutages()}, and not at all under {@link Deadline#now()}.
+     *
+     * @throws TimeoutException if the deadline passed first, or under {@link Deadline#now()} if the client is not
+     *     connected ("no connection to ZooKeeper for {@code path}")
+     */
+    public static void awaitConnection(ClientContext context, Deadline deadline, String path)
+            throws InterruptedException, TimeoutException {
+        if (deadline.allowsWaiting()) {
+            awaitWithin(context.connected(), deadline, path);
+        } else if (deadline.waitsForConnection()) {
+            awaitFully(context.connected(), path); // fails if the client is closed meanwhile
+        } else if (!context.isConnected()) {
+            throw new TimeoutException("no connection to ZooKeeper for " + path);
         }
     }
 

@@ -9,7 +9,8 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
 
 /**
- * How long a blocking call may wait: not at all ({@link #now()}), until a point in time, or for ever. Computed once
+ * How long a blocking call may wait: not at all ({@link #now()}), not for room or items but for every answer ({@link
+ * #throughOutages()}), until a point in time, or for ever. Computed once
  * from a nanosecond ticker; every wait then uses what remains. Saturating: a timeout too long for {@code long}
  * nanoseconds (about 292 years, {@code ChronoUnit.FOREVER} included) waits for ever instead of overflowing.
  */
@@ -19,9 +20,11 @@ public final class Deadline {
 
     private static final Deadline NOW = new Deadline(Kind.NOW, 0, SYSTEM_TICKER);
     private static final Deadline FOREVER = new Deadline(Kind.FOREVER, 0, SYSTEM_TICKER);
+    private static final Deadline THROUGH = new Deadline(Kind.THROUGH, 0, SYSTEM_TICKER);
 
     private enum Kind {
         NOW,
+        THROUGH,
         AT,
         FOREVER
     }
@@ -36,9 +39,20 @@ public final class Deadline {
         this.ticker = ticker;
     }
 
-    /** Look once, never wait. */
+    /**
+     * Look once, never wait: not for room or items, nor for a lost connection. An answer on its way is waited for only
+     * as long as Curator's retries of it last.
+     */
     public static Deadline now() {
         return NOW;
+    }
+
+    /**
+     * Never wait for room or items, but see every request through: wait for its answer, and for a lost connection to
+     * come back, as long as it takes. For callers that must learn an outcome.
+     */
+    public static Deadline throughOutages() {
+        return THROUGH;
     }
 
     public static Deadline forever() {
@@ -69,8 +83,13 @@ public final class Deadline {
         return new Deadline(Kind.AT, start + nanos, ticker);
     }
 
-    /** False when the caller asked to look once. */
+    /** False when the caller asked to look once, or to wait only for outcomes. */
     public boolean allowsWaiting() {
+        return kind != Kind.NOW && kind != Kind.THROUGH;
+    }
+
+    /** Whether a lost connection is waited for: not under {@link #now()}. */
+    public boolean waitsForConnection() {
         return kind != Kind.NOW;
     }
 
@@ -81,7 +100,7 @@ public final class Deadline {
     /** Nanoseconds left: 0 for {@link #now()} and once passed, {@link Long#MAX_VALUE} for ever. */
     public long remainingNanos() {
         return switch (kind) {
-            case NOW -> 0;
+            case NOW, THROUGH -> 0;
             case FOREVER -> Long.MAX_VALUE;
             case AT -> Math.max(0, endNanos - ticker.getAsLong());
         };
@@ -115,6 +134,7 @@ public final class Deadline {
     public String toString() {
         return switch (kind) {
             case NOW -> "Deadline[now]";
+            case THROUGH -> "Deadline[through outages]";
             case FOREVER -> "Deadline[forever]";
             case AT -> "Deadline[" + remainingNanos() + "ns left]";
         };

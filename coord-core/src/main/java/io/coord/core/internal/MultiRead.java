@@ -21,15 +21,16 @@ import org.apache.zookeeper.OpResult;
  * Reads the data of many znodes in one request: ZooKeeper's read-only multi (3.6+). Curator 5.9 does not wrap it, so
  * it goes through the client's ZooKeeper handle, with the namespace applied here, and is reported to Curator's tracer
  * like Curator's own requests. Each read succeeds or fails on its own: a missing znode is an error result in its
- * place. A read lost with the connection is sent again once connected, since reads are safe to repeat; a caller that
- * waits on its own thread reads with {@link #readRetrying}, which gives up when the client's retry policy does.
+ * place. A read lost with the connection is sent again once connected, since reads are safe to repeat, unless its
+ * caller does not wait for the connection; a caller that waits on its own thread reads with {@link #readRetrying},
+ * which gives up when the client's retry policy does.
  *
  * <p>A server before 3.6 answers UNIMPLEMENTED (and drops the connection): from then on the client reads such
  * batches node by node, with the same results, one request per node.
  *
  * <p>A reply must fit the client's {@code jute.maxbuffer}: the client takes a bigger one for a broken connection,
- * reconnects, and the read, sent again, breaks it again for ever. Callers that cannot bound what one batch returns
- * read with {@link #read(ClientContext, List, int)}, which splits by the most each node can hold.
+ * reconnects, and the read, sent again, would break it again for ever: one lost twice running is read in halves.
+ * {@link #readRetrying} splits by the most each node can hold, and into smaller requests after each loss.
  */
 public final class MultiRead {
     private static final int DEFAULT_MAX_BUFFER = 0xfffff;
@@ -51,17 +52,10 @@ public final class MultiRead {
     }
 
     /**
-     * The data of {@code paths}, as {@link #read(ClientContext, List)} gives it, in as many requests as it takes for
-     * each reply to fit when no node holds more than {@code maxDataBytes}. The requests go out together.
-     */
-    public static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths, int maxDataBytes) {
-        return read(context, paths, readsPerReply(maxDataBytes), true);
-    }
-
-    /**
-     * The data of {@code paths}, as {@link #read(ClientContext, List, int)} gives it, waited for on the calling thread
-     * as Curator's own synchronous reads are: a read lost with the connection is sent again as often as the client's
-     * retry policy allows, and then fails. Each time in smaller requests, in case a reply was too big.
+     * The data of {@code paths}, as {@link #read(ClientContext, List)} gives it, waited for on the calling thread as
+     * Curator's own synchronous reads are: a read lost with the connection is sent again as often as the client's retry
+     * policy allows, and then fails. It is sent in as many requests as it takes for each reply to fit when no node holds
+     * more than {@code maxDataBytes}, and after each loss in smaller ones, in case a reply was too big after all.
      *
      * @throws CoordinationException naming {@code doing} and {@code path} if it fails, or the client closes
      */
@@ -71,7 +65,7 @@ public final class MultiRead {
         int[] perReply = {readsPerReply(maxDataBytes)};
         try {
             return RetryLoop.callWithRetry(context.client().getZookeeperClient(), () -> {
-                CompletableFuture<List<OpResult>> answer = read(context, paths, perReply[0], false);
+                CompletableFuture<List<OpResult>> answer = readInRequests(context, paths, perReply[0]);
                 try {
                     return answer.get();
                 } catch (ExecutionException e) {
@@ -88,15 +82,15 @@ public final class MultiRead {
         }
     }
 
-    /** In requests of at most {@code perReply} reads; unless {@code resend}, a read lost with the connection fails. */
-    private static CompletableFuture<List<OpResult>> read(
-            ClientContext context, List<String> paths, int perReply, boolean resend) {
+    /** In requests of at most {@code perReply} reads, sent together; a read lost with the connection fails. */
+    private static CompletableFuture<List<OpResult>> readInRequests(
+            ClientContext context, List<String> paths, int perReply) {
         if (paths.size() <= perReply) {
-            return read(context, paths, resend);
+            return read(context, paths, false);
         }
         List<CompletableFuture<List<OpResult>>> parts = new ArrayList<>();
         for (int from = 0; from < paths.size(); from += perReply) {
-            parts.add(read(context, paths.subList(from, Math.min(paths.size(), from + perReply)), resend));
+            parts.add(read(context, paths.subList(from, Math.min(paths.size(), from + perReply)), false));
         }
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(done -> {
             List<OpResult> all = new ArrayList<>(paths.size());
@@ -113,8 +107,11 @@ public final class MultiRead {
         return read(context, paths, true);
     }
 
-    /** As {@link #read(ClientContext, List)}; unless {@code resend}, a read lost with the connection fails instead. */
-    private static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths, boolean resend) {
+    /**
+     * As {@link #read(ClientContext, List)}; unless {@code resend}, a read lost with the connection fails with its
+     * in-doubt code instead, for a caller that does not wait for the connection.
+     */
+    public static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths, boolean resend) {
         Batch batch = new Batch(context, paths, context.track(new CompletableFuture<>()), resend);
         send(batch, 0);
         return batch.answer();
