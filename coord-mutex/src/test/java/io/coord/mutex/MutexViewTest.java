@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.ACLProvider;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.Watcher.WatcherType;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
@@ -315,6 +316,31 @@ class MutexViewTest {
                 && !holder.participants().get(1).nodeName().equals(deleted));
         assertFalse(pending.isDone());
         holder.release();
+        Lease lease = pending.get(10, TimeUnit.SECONDS);
+        assertTrue(lease.isValid());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aWaiterWhoseViewsWatchTheApplicationRemovesIsStillGranted() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-watch-removed");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        CuratorFramework waiterClient = zk.newClient();
+        ReentrantMutex waiter = new ReentrantMutex(waiterClient, path);
+        MutexRequestCountTest.primeView(waiter);
+        holder.acquire();
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+
+        // What another view of the same server path under another namespace does when it drops its watch.
+        waiterClient
+                .watchers()
+                .removeAll()
+                .ofType(WatcherType.PersistentRecursive)
+                .forPath(path);
+        holder.release();
+
         Lease lease = pending.get(10, TimeUnit.SECONDS);
         assertTrue(lease.isValid());
         lease.close();

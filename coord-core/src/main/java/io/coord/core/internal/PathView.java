@@ -769,8 +769,30 @@ final class PathView {
                         && path.equals(ZKPaths.getPathAndNode(changed).getPath())) {
                     listeners.dataChanged(ZKPaths.getNodeFromPath(changed), todo);
                 }
+            } else if (type == EventType.PersistentWatchRemoved) {
+                watchRemoved(todo);
             }
         });
+    }
+
+    /**
+     * The watch was removed by another than this view, whose own drop stops hearing its events first: the application
+     * on this client, or a view of the same server path under another namespace of this connection. No event comes
+     * any more, so nothing counts until the watch is added again and read behind; an unwanted view retires instead.
+     */
+    private void watchRemoved(List<Runnable> todo) {
+        if (watch != WatchState.SET) {
+            return;
+        }
+        log.debug("{}: its watch was removed by another", this);
+        watch = WatchState.NONE;
+        live = false;
+        generation++; // nothing more of the removed watcher counts
+        if (unusable == null && users.wanted()) {
+            add(todo);
+        } else if (users.expired()) {
+            retireOrDrop(todo);
+        }
     }
 
     private void connectionChanged(Watcher.Event.KeeperState state, List<Runnable> todo) {
