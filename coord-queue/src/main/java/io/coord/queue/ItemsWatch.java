@@ -180,7 +180,14 @@ final class ItemsWatch {
     }
 
     private void itemsChanged(WatchedEvent event) {
-        if (event.getType() == EventType.None || event.getType() == EventType.PersistentWatchRemoved) {
+        if (event.getType() == EventType.PersistentWatchRemoved) {
+            // Our own removal, or another's: the application's, or a queue's of the same server path under another
+            // namespace of this connection. Waiters add the watch again, which counts as a change.
+            watch.removed();
+            signal.fire();
+            return;
+        }
+        if (event.getType() == EventType.None) {
             // Connection news, which the session listener handles; but a client with no CuratorListenable hears of
             // its close only when asked, so ask here, where a waiter's watch is told of it.
             if (context.isClosed()) {

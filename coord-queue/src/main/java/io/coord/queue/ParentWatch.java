@@ -115,6 +115,19 @@ final class ParentWatch {
         }
     }
 
+    /**
+     * The watch was removed, by this client or another user of its connection. An add answered after the removal
+     * counts, since its answer comes after the removal's event.
+     */
+    void removed() {
+        lock.lock();
+        try {
+            armed = false;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The request to send now, if any; under the lock. */
     private Step next() {
         if (inFlight) {

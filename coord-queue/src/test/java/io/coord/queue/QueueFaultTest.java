@@ -30,6 +30,7 @@ import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.Watcher.WatcherType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -898,6 +899,24 @@ class QueueFaultTest {
         assertEquals(2, outcome.get());
         assertTrue(reconnected.await(20, TimeUnit.SECONDS));
         QueueLeaks.assertNoClaimsOrWatches(zk, path);
+    }
+
+    @Test
+    void aTakeWhoseWatchTheApplicationRemovesAddsItAgainAndStillHearsOfItems() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("watch-removed-by-another");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> consumer = queue(client, path);
+        CompletableFuture<String> taken = Background.call(consumer::take);
+        await("the take waits with its watch on").until(() -> zk.watchesByPath().contains(path + "/items"));
+
+        // What a queue of the same server path under another namespace of this connection does when its last waiter
+        // leaves.
+        client.watchers().removeAll().ofType(WatcherType.Persistent).forPath(path + "/items");
+        await("the take added its watch again").until(() -> zk.watchesByPath().contains(path + "/items"));
+        queue(zk.newClient(), path).put("a");
+
+        assertEquals("a", taken.get(10, TimeUnit.SECONDS));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
     @Test

@@ -46,7 +46,9 @@ import org.slf4j.LoggerFactory;
  * <p>A context belongs to a client's connection and namespace, not to one {@code CuratorFramework} object: every
  * facade of one namespace shares it. Curator makes a new facade object for a namespace left unused for five
  * minutes, and two contexts would keep two views of a path on one connection, which share the server's one watch:
- * the first to drop it would take the other's.
+ * the first to drop it would take the other's. Two namespaces can still name one server path ({@code /app/locks/a}
+ * at the root, {@code /locks/a} under {@code app}): there, a view or a queue whose watch the other's drop takes
+ * hears of it ({@code PersistentWatchRemoved}) and adds its watch again.
  */
 public final class ClientContext {
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
