@@ -57,8 +57,8 @@ import org.apache.zookeeper.data.Stat;
  * while the client is disconnected: a zero timeout answers at once then (false, null, empty), {@code offer(item)},
  * {@code poll()}, {@code drainTo(sink, max)}, {@code peek()}, {@code element()}, {@code size()} and {@code
  * isEmpty()}, which never wait, throw {@link CoordinationException} (as they do when the connection drops during the
- * call and they did nothing), and an untimed {@code put} waits for the connection, interruptibly, before it joins a
- * write. A timeout shorter than the reads a call needs ends it with nothing done: {@link Duration#ZERO} is the one
+ * call and they did nothing; neither kind waits for it to come back before a write of theirs is on its way), and an
+ * untimed {@code put} waits for the connection, interruptibly, before it joins a write. A timeout shorter than the reads a call needs ends it with nothing done: {@link Duration#ZERO} is the one
  * look. Once the first write is on the wire the call sees it through, past the deadline if need be, so that no item
  * is ever written or taken without the caller knowing; the overrun is bounded by the retry policy and the time to
  * reconnect. A write cut off by the client's close fails with a {@link CoordinationException} that says it cannot

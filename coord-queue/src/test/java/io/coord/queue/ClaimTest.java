@@ -391,12 +391,12 @@ class ClaimTest {
         consumer.offer("job"); // the slot is made; the marker waits for the first claim
 
         // The marker's create lands and its reply is lost; the session expires before Curator sends it again, on the
-        // next session, where it lands again.
+        // next session, where it lands again. A timed claim waits for the connection (a zero timeout would not).
         proxy.refuseConnections(true);
         losing.replies().after(List.of("MultiReadImpl"));
         CompletableFuture<Optional<Claim<String>>> claiming = CompletableFuture.supplyAsync(() -> {
             try {
-                return consumer.claim(Duration.ZERO);
+                return consumer.claim(WAIT);
             } catch (InterruptedException e) {
                 throw new IllegalStateException(e);
             }
