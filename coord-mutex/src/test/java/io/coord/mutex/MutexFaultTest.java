@@ -25,6 +25,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.curator.RetryLoop;
 import org.apache.curator.drivers.AdvancedTracerDriver;
 import org.apache.curator.drivers.EventTrace;
 import org.apache.curator.drivers.OperationTrace;
@@ -268,6 +269,21 @@ class MutexFaultTest {
         waiter.acquire(); // the waiter's client still works
         waiter.release();
         client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void participantsListedInsideTheApplicationsOwnRetryLoopAreListed() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("participants-nested");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        mutex.acquire();
+
+        // The children read, Curator's own, finishes the loop it joins: the read of the ids must not join it too.
+        List<Participant> listed = RetryLoop.callWithRetry(client.getZookeeperClient(), mutex::participants);
+
+        assertEquals(1, listed.size());
+        mutex.release();
         zk.assertNoLeaks(path);
     }
 

@@ -327,11 +327,13 @@ class MutexViewTest {
         String path = ZooKeeperFixture.uniquePath("view-watch-removed");
         ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
         CuratorFramework waiterClient = zk.newClient();
+        ZooKeeperFixture.lingerViews(waiterClient, Duration.ofMinutes(1)); // keeps the view from priming to waiting
         ReentrantMutex waiter = new ReentrantMutex(waiterClient, path);
         MutexRequestCountTest.primeView(waiter);
         holder.acquire();
         CompletableFuture<Lease> pending = waiter.acquireAsync();
         await().until(() -> holder.participants().size() == 2);
+        await("the waiter's view watches").until(() -> zk.watchesByPath().contains(path));
 
         // What another view of the same server path under another namespace does when it drops its watch.
         waiterClient
@@ -344,6 +346,7 @@ class MutexViewTest {
         Lease lease = pending.get(10, TimeUnit.SECONDS);
         assertTrue(lease.isValid());
         lease.close();
+        waiterClient.close();
         zk.assertNoLeaks(path);
     }
 

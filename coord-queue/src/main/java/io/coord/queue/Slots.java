@@ -378,8 +378,15 @@ final class Slots {
                 queue.resetFound(); // no slots parent
                 BackgroundRequests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.slots());
             } else if (ResultCodes.isInDoubt(code)) {
-                // It may have landed: the same name again tells, once connected.
-                BackgroundRequests.awaitConnection(queue.context, deadline, slot.path);
+                // It may have landed: the same name again tells, once connected. A caller that stops waiting for the
+                // connection leaves no slot behind: the name is ours alone, and Curator gave up sending it.
+                try {
+                    BackgroundRequests.awaitConnection(queue.context, deadline, slot.path);
+                } catch (TimeoutException | InterruptedException e) {
+                    created.remove(slot.path);
+                    queue.context.deleteGuaranteed(slot.path);
+                    throw e;
+                }
             } else {
                 throw BackgroundRequests.failure("creating", slot.path, code);
             }

@@ -222,7 +222,9 @@ class QueueFaultTest {
     @Test
     void anUntimedPollWhoseNewWriteSlotIsCutOffByAnOutageFailsOnceCuratorGivesUpAndTakesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-cut-off");
-        queue(zk.newClient(), path).put("a");
+        CuratorFramework putter = zk.newClient();
+        queue(putter, path).put("a");
+        putter.close(); // and its write slot goes
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         // A session that outlives the outage, and one retry: only Curator's retry policy may end the create.
         CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
@@ -266,6 +268,9 @@ class QueueFaultTest {
         proxy.refuseConnections(false);
         assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
         assertEquals("a", queue.poll(), "the poll cut off took nothing");
+        CuratorFramework reader = zk.newClient();
+        await("the slot the cut-off poll may have made is deleted, the next poll's kept")
+                .until(() -> reader.getChildren().forPath(path + "/slots").size() == 1);
         client.close();
         proxy.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);

@@ -62,19 +62,23 @@ public final class MultiRead {
     public static List<OpResult> readRetrying(
             ClientContext context, List<String> paths, int maxDataBytes, String doing, String path)
             throws InterruptedException {
-        int[] perReply = {readsPerReply(maxDataBytes)};
+        int perReply = readsPerReply(maxDataBytes);
+        // A loop of its own, not RetryLoop.callWithRetry: that one joins a retry loop the caller's thread runs
+        // already, which a call of Curator's made before may have finished, and then sends nothing.
+        RetryLoop retries = context.client().getZookeeperClient().newRetryLoop();
         try {
-            return RetryLoop.callWithRetry(context.client().getZookeeperClient(), () -> {
-                CompletableFuture<List<OpResult>> answer = readInRequests(context, paths, perReply[0]);
+            while (true) {
+                CompletableFuture<List<OpResult>> answer = readInRequests(context, paths, perReply);
                 try {
                     return answer.get();
                 } catch (ExecutionException e) {
-                    perReply[0] = Math.max(1, perReply[0] / 2);
-                    throw e.getCause() instanceof Exception cause ? cause : e;
+                    perReply = Math.max(1, perReply / 2);
+                    // Throws it unless the client's retry policy allows another try, after its sleep.
+                    retries.takeException(e.getCause() instanceof Exception cause ? cause : e);
                 } finally {
                     answer.cancel(false); // an interrupted wait leaves nothing to complete later
                 }
-            });
+            }
         } catch (InterruptedException e) {
             throw e;
         } catch (Exception e) {
