@@ -308,12 +308,19 @@ final class QueueProducer {
         }
     }
 
-    /** True once landed; null if the count that let the writes in was forgotten meanwhile: each goes alone. */
+    /**
+     * True once landed; null if nothing was sent because the count that let the writes in was forgotten meanwhile, or
+     * the connection dropped before a write slot was had: each goes alone, and waits for the connection as its caller
+     * does.
+     */
     private Boolean sendCombined(List<byte[]> stored) {
         for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
             queue.checkCounter();
-            Slots.Outcome outcome =
-                    queue.slots.commit(queue.slots.borrowFully(), creates(stored), queue.layout.items());
+            Slots.Slot slot = queue.slots.borrowNow();
+            if (slot == null) {
+                return null;
+            }
+            Slots.Outcome outcome = queue.slots.commit(slot, creates(stored), queue.layout.items());
             if (BackgroundRequests.fully(deadline -> landed(outcome, stored.size(), deadline))) {
                 return true;
             }

@@ -105,6 +105,21 @@ final class Slots {
         return BackgroundRequests.fully(this::borrow);
     }
 
+    /**
+     * An idle slot, or a new one, without waiting for a lost connection: null if it dropped before a new slot was
+     * known to be made (one that may have been is deleted).
+     */
+    Slot borrowNow() {
+        try {
+            return borrow(Deadline.now());
+        } catch (TimeoutException e) {
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("a borrow that never waits was interrupted", e); // nothing waits for one
+        }
+    }
+
     /** A slot nothing was written with goes back to idle, unless a reset was found since it was made. */
     void giveBack(Slot slot) {
         if (slot.resetsBefore == resets.get()) {

@@ -277,6 +277,53 @@ class QueueFaultTest {
     }
 
     @Test
+    void anUntimedOfferWhoseNewWriteSlotIsCutOffByAnOutageFailsOnceCuratorGivesUpAndWritesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("offer-slot-cut-off");
+        CuratorFramework putter = zk.newClient();
+        queue(putter, path).put("x");
+        putter.close(); // and its write slot goes
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // A session that outlives the outage, and one retry: only Curator's retry policy may end the create.
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(1, 100)));
+        DistributedQueue<String> queue = queue(client, path);
+        assertEquals(1, queue.size()); // the count is known: the offer goes out in a shared transaction
+
+        proxy.loseReplies(true); // the create of the client's first write slot goes out, and its reply is lost
+        CompletableFuture<Boolean> offered = new CompletableFuture<>();
+        Thread offering = new Thread(() -> {
+            try {
+                offered.complete(queue.offer("a"));
+            } catch (Throwable e) {
+                offered.completeExceptionally(e);
+            }
+        });
+        offering.start();
+        await().until(() -> offered.isDone() || offering.getState() == Thread.State.WAITING);
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> offered.get(30, TimeUnit.SECONDS));
+        assertEquals(
+                "nothing done offering to " + path + "/items: the connection to ZooKeeper dropped during the call,"
+                        + " which does not wait for it",
+                failed.getCause().getMessage());
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+        assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
+        assertTrue(queue.offer("b"));
+        CuratorFramework reader = zk.newClient();
+        await("the slot the cut-off offer may have made is deleted, the next offer's kept")
+                .until(() -> reader.getChildren().forPath(path + "/slots").size() == 1);
+        assertEquals(List.of("x", "b"), drain(queue(reader, path)), "the offer cut off wrote nothing");
+        client.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aWriteCutOffByTheClientsCloseSaysItMayHaveLanded() throws Exception {
         String path = ZooKeeperFixture.uniquePath("write-at-close");
         PutInFlight inFlight = PutInFlight.start(path);
