@@ -31,7 +31,9 @@ class CoordAutoConfigurationTest {
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
             .withConfiguration(AutoConfigurations.of(
-                    CoordZooKeeperAutoConfiguration.class, CoordIntegrationAutoConfiguration.class));
+                    CoordZooKeeperAutoConfiguration.class,
+                    CoordIntegrationAutoConfiguration.class,
+                    CoordLeaderRoleAutoConfiguration.class));
 
     @Test
     void aConnectStringGivesAStartedClientClosedWithTheContextAndALockRegistry() {
@@ -117,6 +119,31 @@ class CoordAutoConfigurationTest {
                         .hasFailed()
                         .getFailure()
                         .hasRootCauseInstanceOf(NoUniqueBeanDefinitionException.class));
+    }
+
+    @Test
+    void aLeaderRoleWithNoClientToElectItOnFailsTheContextSayingWhy() {
+        runner.withPropertyValues("coord.leader.role=billing")
+                .run(context -> assertThat(context)
+                        .hasFailed()
+                        .getFailure()
+                        .rootCause()
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessage("coord.leader.role is set (billing), but there is no ZooKeeper client to elect it"
+                                + " on: set coord.zookeeper.connect-string, or define a CuratorFramework bean"));
+    }
+
+    @Test
+    void aLeaderRoleWithoutSpringIntegrationFailsTheContextSayingWhy() {
+        runner.withClassLoader(new FilteredClassLoader(LockRegistry.class))
+                .withPropertyValues("coord.zookeeper.connect-string=" + zk.connectString(), "coord.leader.role=billing")
+                .run(context -> assertThat(context)
+                        .hasFailed()
+                        .getFailure()
+                        .rootCause()
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessage("coord.leader.role is set (billing), but its leader initiator needs Spring"
+                                + " Integration (spring-integration-core) on the class path"));
     }
 
     @Test
