@@ -172,6 +172,17 @@ public final class ZooKeeperFixture
     }
 
     /**
+     * A started, connected client through {@code proxy} whose session outlives an outage, and which tries a request
+     * twice, each time waiting a second for a connection: where a test needs Curator's retry policy to give up.
+     */
+    public CuratorFramework newClientRetryingOnce(ZooKeeperProxy proxy) throws InterruptedException {
+        return newCustomClient(b -> b.connectString(proxy.connectString())
+                .sessionTimeoutMs((int) OUTAGE_PROOF_SESSION.toMillis())
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(1, 100)));
+    }
+
+    /**
      * A started, connected client through {@code proxy} whose session outlives an outage and whose retries outlast
      * it: nothing but the code under test gives up on a request while the proxy cuts or loses replies.
      */

@@ -294,10 +294,7 @@ class MutexFaultTest {
         holder.acquire();
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         // A session that outlives the outage, and one retry: only the retry policy may end the read.
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .connectionTimeoutMs(1_000)
-                .retryPolicy(new RetryNTimes(1, 100)));
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
         ReentrantMutex looker = new ReentrantMutex(client, path);
         AtomicBoolean cutAfterChildren = new AtomicBoolean();
         client.getZookeeperClient().setTracerDriver(new AdvancedTracerDriver() {

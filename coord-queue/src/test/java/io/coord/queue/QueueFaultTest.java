@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -25,6 +26,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import org.apache.curator.RetryPolicy;
 import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
@@ -149,24 +151,11 @@ class QueueFaultTest {
         ZooKeeperProxy proxy = inFlight.proxy();
         DistributedQueue<String> queue = inFlight.queue();
         // An untimed offer now gathers into the next transaction, behind the put's, whose reply is lost.
-        CompletableFuture<Boolean> offered = new CompletableFuture<>();
-        Thread offering = new Thread(() -> {
-            try {
-                offered.complete(queue.offer("c"));
-            } catch (Throwable e) {
-                offered.completeExceptionally(e);
-            }
-        });
-        offering.start();
-        await().until(() -> offered.isDone() || offering.getState() == Thread.State.WAITING);
+        CompletableFuture<Boolean> offered = startParked(() -> queue.offer("c"));
 
         proxy.refuseConnections(true);
         proxy.cutConnections();
-        ExecutionException failed = assertThrows(ExecutionException.class, () -> offered.get(10, TimeUnit.SECONDS));
-        assertEquals(
-                "nothing done offering to " + path + "/items: the connection to ZooKeeper dropped during the call,"
-                        + " which does not wait for it",
-                failed.getCause().getMessage());
+        assertNothingDone(offered, "offering to", path);
 
         proxy.loseReplies(false);
         proxy.refuseConnections(false);
@@ -192,25 +181,14 @@ class QueueFaultTest {
 
         for (String call : List.of("poll", "peek")) {
             proxy.loseReplies(true); // the read goes out, and its reply never comes back
-            CompletableFuture<String> answer = new CompletableFuture<>();
-            Thread caller = new Thread(() -> {
-                try {
-                    answer.complete(call.equals("poll") ? queue.poll() : queue.peek());
-                } catch (Throwable e) {
-                    answer.completeExceptionally(e);
-                }
-            });
-            caller.start();
-            await().until(() -> answer.isDone() || caller.getState() == Thread.State.WAITING);
+            CompletableFuture<String> answer = startParked(call.equals("poll") ? queue::poll : queue::peek);
             proxy.refuseConnections(true);
             proxy.cutConnections();
 
             ExecutionException failed =
                     assertThrows(ExecutionException.class, () -> answer.get(20, TimeUnit.SECONDS), call);
             assertInstanceOf(CoordinationException.class, failed.getCause(), call);
-            proxy.loseReplies(false);
-            proxy.refuseConnections(false);
-            assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
+            reconnect(proxy, client);
         }
         assertEquals(items.get(1), queue.poll(), "the polls cut off took nothing");
         assertEquals(items.get(2), queue.poll());
@@ -222,15 +200,9 @@ class QueueFaultTest {
     @Test
     void anUntimedPollWhoseNewWriteSlotIsCutOffByAnOutageFailsOnceCuratorGivesUpAndTakesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-cut-off");
-        CuratorFramework putter = zk.newClient();
-        queue(putter, path).put("a");
-        putter.close(); // and its write slot goes
+        putFromAClientSinceClosed(path, "a");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        // A session that outlives the outage, and one retry: only Curator's retry policy may end the create.
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .connectionTimeoutMs(1_000)
-                .retryPolicy(new RetryNTimes(1, 100)));
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
         AtomicBoolean listed = new AtomicBoolean();
         client.getZookeeperClient().setTracerDriver(new TracerDriver() {
             @Override
@@ -245,32 +217,14 @@ class QueueFaultTest {
             public void addCount(String name, int increment) {}
         });
         DistributedQueue<String> queue = queue(client, path);
-        CompletableFuture<String> polled = new CompletableFuture<>();
-        Thread polling = new Thread(() -> {
-            try {
-                polled.complete(queue.poll());
-            } catch (Throwable e) {
-                polled.completeExceptionally(e);
-            }
-        });
-        polling.start();
-        await().until(() -> polled.isDone()
-                || listed.get() && proxy.repliesLost() > 0 && polling.getState() == Thread.State.WAITING);
+        CompletableFuture<String> polled = startParked(queue::poll, () -> listed.get() && proxy.repliesLost() > 0);
         proxy.refuseConnections(true);
         proxy.cutConnections();
 
-        ExecutionException failed = assertThrows(ExecutionException.class, () -> polled.get(30, TimeUnit.SECONDS));
-        assertEquals(
-                "nothing done polling " + path + "/items: the connection to ZooKeeper dropped during the call, which"
-                        + " does not wait for it",
-                failed.getCause().getMessage());
-        proxy.loseReplies(false);
-        proxy.refuseConnections(false);
-        assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
+        assertNothingDone(polled, "polling", path);
+        reconnect(proxy, client);
         assertEquals("a", queue.poll(), "the poll cut off took nothing");
-        CuratorFramework reader = zk.newClient();
-        await("the slot the cut-off poll may have made is deleted, the next poll's kept")
-                .until(() -> reader.getChildren().forPath(path + "/slots").size() == 1);
+        assertOneSlotLeft(path);
         client.close();
         proxy.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
@@ -279,48 +233,74 @@ class QueueFaultTest {
     @Test
     void anUntimedOfferWhoseNewWriteSlotIsCutOffByAnOutageFailsOnceCuratorGivesUpAndWritesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("offer-slot-cut-off");
-        CuratorFramework putter = zk.newClient();
-        queue(putter, path).put("x");
-        putter.close(); // and its write slot goes
+        putFromAClientSinceClosed(path, "x");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        // A session that outlives the outage, and one retry: only Curator's retry policy may end the create.
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString())
-                .sessionTimeoutMs((int) ZooKeeperFixture.OUTAGE_PROOF_SESSION.toMillis())
-                .connectionTimeoutMs(1_000)
-                .retryPolicy(new RetryNTimes(1, 100)));
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
         DistributedQueue<String> queue = queue(client, path);
         assertEquals(1, queue.size()); // the count is known: the offer goes out in a shared transaction
 
         proxy.loseReplies(true); // the create of the client's first write slot goes out, and its reply is lost
-        CompletableFuture<Boolean> offered = new CompletableFuture<>();
-        Thread offering = new Thread(() -> {
-            try {
-                offered.complete(queue.offer("a"));
-            } catch (Throwable e) {
-                offered.completeExceptionally(e);
-            }
-        });
-        offering.start();
-        await().until(() -> offered.isDone() || offering.getState() == Thread.State.WAITING);
+        CompletableFuture<Boolean> offered = startParked(() -> queue.offer("a"));
         proxy.refuseConnections(true);
         proxy.cutConnections();
 
-        ExecutionException failed = assertThrows(ExecutionException.class, () -> offered.get(30, TimeUnit.SECONDS));
-        assertEquals(
-                "nothing done offering to " + path + "/items: the connection to ZooKeeper dropped during the call,"
-                        + " which does not wait for it",
-                failed.getCause().getMessage());
-        proxy.loseReplies(false);
-        proxy.refuseConnections(false);
-        assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
+        assertNothingDone(offered, "offering to", path);
+        reconnect(proxy, client);
         assertTrue(queue.offer("b"));
-        CuratorFramework reader = zk.newClient();
-        await("the slot the cut-off offer may have made is deleted, the next offer's kept")
-                .until(() -> reader.getChildren().forPath(path + "/slots").size() == 1);
-        assertEquals(List.of("x", "b"), drain(queue(reader, path)), "the offer cut off wrote nothing");
+        assertOneSlotLeft(path);
+        assertEquals(List.of("x", "b"), drain(queue(zk.newClient(), path)), "the offer cut off wrote nothing");
         client.close();
         proxy.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    /** Another client puts the item, and is closed, which deletes its write slot. */
+    private static void putFromAClientSinceClosed(String path, String item) throws InterruptedException {
+        CuratorFramework putter = zk.newClient();
+        queue(putter, path).put(item);
+        putter.close();
+    }
+
+    /** Runs {@code call} on a thread of its own, and returns once it is done or parked, waiting for an answer. */
+    private static <T> CompletableFuture<T> startParked(Callable<T> call) {
+        return startParked(call, () -> true);
+    }
+
+    /** As {@link #startParked(Callable)}, for a park that counts only once {@code ready} holds too. */
+    private static <T> CompletableFuture<T> startParked(Callable<T> call, BooleanSupplier ready) {
+        CompletableFuture<T> answer = new CompletableFuture<>();
+        Thread caller = new Thread(() -> {
+            try {
+                answer.complete(call.call());
+            } catch (Throwable e) {
+                answer.completeExceptionally(e);
+            }
+        });
+        caller.start();
+        await().until(() -> answer.isDone() || ready.getAsBoolean() && caller.getState() == Thread.State.WAITING);
+        return answer;
+    }
+
+    /** The untimed call failed, saying that it did nothing because the connection dropped. */
+    private static void assertNothingDone(CompletableFuture<?> call, String doing, String path) {
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> call.get(30, TimeUnit.SECONDS));
+        assertEquals(
+                "nothing done " + doing + " " + path + "/items: the connection to ZooKeeper dropped during the call,"
+                        + " which does not wait for it",
+                failed.getCause().getMessage());
+    }
+
+    private static void reconnect(ZooKeeperProxy proxy, CuratorFramework client) throws InterruptedException {
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+        assertTrue(client.blockUntilConnected(20, TimeUnit.SECONDS));
+    }
+
+    /** The slot a cut-off call may have made is deleted; the one the next call made is kept. */
+    private static void assertOneSlotLeft(String path) throws InterruptedException {
+        CuratorFramework reader = zk.newClient();
+        await("one write slot left")
+                .until(() -> reader.getChildren().forPath(path + "/slots").size() == 1);
     }
 
     @Test
