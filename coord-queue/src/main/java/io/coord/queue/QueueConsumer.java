@@ -123,14 +123,11 @@ final class QueueConsumer<T> {
         ItemsWatch items = queue.items;
         boolean waiting = false;
         boolean listed = false;
-        if (!deadline.allowsWaiting() && queue.started() && !queue.context.isConnected()) {
-            return taken; // a call that never waits answers at once
-        }
         try {
             while (taken.size() < max) {
                 CompletableFuture<Void> seen = items.signal();
                 // Before a name is taken: a write sent while disconnected would be waited for past the deadline. A
-                // call that never waits stops there, and also when a read of its answers the loss of the connection.
+                // call that never waits answers at once while disconnected, from its first round on.
                 if (deadline.allowsWaiting()
                         ? taken.isEmpty() && !queue.context.awaitConnected(deadline)
                         : queue.started() && !queue.context.isConnected()) {
