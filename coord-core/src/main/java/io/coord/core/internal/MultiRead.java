@@ -52,7 +52,7 @@ public final class MultiRead {
     }
 
     /**
-     * The data of {@code paths}, as {@link #read(ClientContext, List)} gives it, waited for on the calling thread as
+     * The data of {@code paths}, as {@link #read(ClientContext, List, boolean)} gives it, waited for on the calling thread as
      * Curator's own synchronous reads are: a read lost with the connection is sent again as often as the client's retry
      * policy allows, and then fails. It is sent in as many requests as it takes for each reply to fit when no node holds
      * more than {@code maxDataBytes}, and after each loss in smaller ones, in case a reply was too big after all.
@@ -105,15 +105,9 @@ public final class MultiRead {
 
     /**
      * The data of {@code paths} (named as the client names them, without its namespace), in their order. Fails with
-     * the client's closed error if the client closes first, or with the server's error for the batch as a whole.
-     */
-    public static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths) {
-        return read(context, paths, true);
-    }
-
-    /**
-     * As {@link #read(ClientContext, List)}; unless {@code resend}, a read lost with the connection fails with its
-     * in-doubt code instead, for a caller that does not wait for the connection.
+     * the client's closed error if the client closes first, or with the server's error for the batch as a whole. A
+     * read lost with the connection is sent again once connected if {@code resend}; else it fails with its in-doubt
+     * code, for a caller that does not wait for the connection.
      */
     public static CompletableFuture<List<OpResult>> read(ClientContext context, List<String> paths, boolean resend) {
         Batch batch = new Batch(context, paths, context.track(new CompletableFuture<>()), resend);
