@@ -15,7 +15,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
-import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -69,12 +68,7 @@ final class LatchCandidacy {
         SuspensionPolicy clientPolicy = SuspensionPolicy.of(engine.client());
         lock.lock();
         try {
-            if (phase != Phase.LATENT) {
-                throw new IllegalStateException("already started: " + name + " is " + phase);
-            }
-            if (engine.client().getState() == CuratorFrameworkState.LATENT) {
-                engine.checkUsable(); // throws before the phase moves: started once the client is, it joins then
-            }
+            request.checkStartable(phase != Phase.LATENT, name, phase);
             policy = clientPolicy;
             moveTo(Phase.WAITING);
         } finally {

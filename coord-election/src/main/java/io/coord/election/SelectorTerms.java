@@ -13,7 +13,6 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
-import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -75,12 +74,7 @@ final class SelectorTerms {
         SuspensionPolicy clientPolicy = SuspensionPolicy.of(engine.client());
         lock.lock();
         try {
-            if (phase != Phase.LATENT) {
-                throw new IllegalStateException("already started: " + name + " is " + phase);
-            }
-            if (engine.client().getState() == CuratorFrameworkState.LATENT) {
-                engine.checkUsable(); // throws before the phase moves: started once the client is, it queues then
-            }
+            request.checkStartable(phase != Phase.LATENT, name, phase);
             policy = clientPolicy;
             moveTo(Phase.QUEUED);
         } finally {

@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 
 /**
  * The one pending request for a term of an election object (a latch's candidacy, a selector's terms). At most one
@@ -53,6 +54,19 @@ final class TermRequest {
             return;
         }
         request.whenComplete((lease, error) -> executor.execute(() -> answered(request, lease, error, grant)));
+    }
+
+    /**
+     * Under the owner's lock, before a start moves its phase: throws {@link IllegalStateException} if it started
+     * before, or if the client was never started. A closed client is left to the join, which fails as queueing would.
+     */
+    void checkStartable(boolean started, String name, Object phase) {
+        if (started) {
+            throw new IllegalStateException("already started: " + name + " is " + phase);
+        }
+        if (engine.client().getState() == CuratorFrameworkState.LATENT) {
+            engine.checkUsable();
+        }
     }
 
     /** Under the owner's lock: whether a request is pending. */
