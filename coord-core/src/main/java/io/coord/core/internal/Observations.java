@@ -4,7 +4,7 @@ import io.coord.core.LeaseState;
 import io.coord.core.internal.Observer.AcquireOutcome;
 import io.coord.core.internal.Observer.HoldEnd;
 import io.coord.core.internal.Observer.QueueOperation;
-import io.coord.core.jfr.JfrObserver;
+import java.lang.reflect.Field;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.CancellationException;
@@ -68,6 +68,25 @@ public final class Observations {
         return JFR_PRESENT && FlightRecorder.isInitialized();
     }
 
+    /**
+     * The observer that turns reports into Flight Recorder events. It is not API, so it is package-private in its own
+     * package and reached here by reflection; loading it registers coord's events, which happens on first use only.
+     */
+    private static final class Recorder {
+        static final Observer OBSERVER = load();
+
+        private static Observer load() {
+            try {
+                Field instance = Class.forName("io.coord.core.jfr.JfrObserver").getDeclaredField("INSTANCE");
+                instance.setAccessible(true);
+                return (Observer) instance.get(null);
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                log.warn("coord records no Flight Recorder events: its observer did not load", e);
+                return new Observer() {};
+            }
+        }
+    }
+
     // ---- acquisitions ----
 
     /** An attempt starts: returns the observers told, who are the ones to hear its end. */
@@ -97,7 +116,7 @@ public final class Observations {
         AcquireOutcome outcome = outcome(lease, error, gaveUp);
         long waited = System.nanoTime() - startedAt;
         if (recorder()) {
-            JfrObserver.INSTANCE.acquisitionEnded(
+            Recorder.OBSERVER.acquisitionEnded(
                     engine.path(), engine.primitive(), engine.participantId(), waited, outcome);
         }
         for (Observer o : told) {
@@ -130,7 +149,7 @@ public final class Observations {
         String path = engine.path();
         if (to != LeaseState.RELEASED) {
             if (recorder()) {
-                JfrObserver.INSTANCE.leaseStateChanged(
+                Recorder.OBSERVER.leaseStateChanged(
                         path, engine.primitive(), engine.participantId(), lease.fencingToken(), from, to);
             }
             for (Observer o : observers) {
@@ -146,7 +165,7 @@ public final class Observations {
             HoldEnd end = to == LeaseState.RELEASED ? HoldEnd.RELEASED : lossCause(lease);
             long held = System.nanoTime() - lease.grantedAt();
             if (recorder()) {
-                JfrObserver.INSTANCE.holdEnded(
+                Recorder.OBSERVER.holdEnded(
                         path, engine.primitive(), engine.participantId(), lease.fencingToken(), held, end);
             }
             for (Observer o : observers) {
@@ -175,7 +194,7 @@ public final class Observations {
     /** The latch or selector over {@code engine} gained or lost leadership. */
     public static void leadershipChanged(LeaseEngine engine, boolean gained) {
         if (recorder()) {
-            JfrObserver.INSTANCE.leadershipChanged(engine.path(), engine.primitive(), engine.participantId(), gained);
+            Recorder.OBSERVER.leadershipChanged(engine.path(), engine.primitive(), engine.participantId(), gained);
         }
         for (Observer o : observers) {
             try {
@@ -192,7 +211,7 @@ public final class Observations {
     public static void queueOperation(String path, QueueOperation operation, int requested, int items, long startedAt) {
         long took = System.nanoTime() - startedAt;
         if (recorder()) {
-            JfrObserver.INSTANCE.queueOperation(path, operation, requested, items, took);
+            Recorder.OBSERVER.queueOperation(path, operation, requested, items, took);
         }
         for (Observer o : observers) {
             try {

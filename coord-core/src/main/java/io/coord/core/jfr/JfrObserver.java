@@ -9,16 +9,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Turns the engine's reports into this package's events. The engine reports to it directly; applications have no use
- * for it. <b>Not API</b>: it is public only because the engine lives in another package.
+ * Turns the engine's reports into this package's events. The engine reaches its {@link #INSTANCE} by reflection
+ * ({@code Observations}), so that nothing outside coord sees it.
  *
  * <p>The engine reaches it only once Flight Recorder is initialized in this JVM (a recording was made or started), so
  * that registering the events, which takes the JVM a moment, is never paid by a process that does not record. Each
  * method then asks whether a recording wants its event, which is a flag read, and builds nothing if not.
  */
-public final class JfrObserver implements Observer {
+final class JfrObserver implements Observer {
     private static final Logger log = LoggerFactory.getLogger(JfrObserver.class);
-    public static final JfrObserver INSTANCE = new JfrObserver();
+    static final JfrObserver INSTANCE = new JfrObserver();
 
     private static final EventType ACQUIRE = register(AcquireEvent.class);
     private static final EventType HOLD = register(HoldEvent.class);
