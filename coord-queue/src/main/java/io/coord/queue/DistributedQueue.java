@@ -43,9 +43,9 @@ import org.apache.zookeeper.data.Stat;
  * session (a lost connection, a replay, an expiry), the writer learns for certain whether its write landed: an offer
  * that returns true wrote its item once, an item returned by {@code poll} was removed by that call alone, and an
  * {@code ack} that returns true removed the item. The slots live as long as the client, one per thread that wrote at
- * once, and are deleted when the client is closed. A process that dies without closing its client, or a client built
- * with {@code usingNamespace} (whose close coord cannot hear), leaves its slots behind: empty znodes that nothing
- * reads, which may be deleted whenever no client of that process is running.
+ * once, and are deleted when the client is closed. A process that dies without closing its client, or a client closed
+ * while it cannot reach the servers, leaves its slots behind: empty znodes that nothing reads, which may be deleted
+ * whenever no client of that process is running.
  *
  * <p><b>Capacity</b> counts every item in the queue, claimed ones included. A producer learns the count from the
  * sequence numbers its writes are given and reads it again only near the bound; writers racing at the bound may each
