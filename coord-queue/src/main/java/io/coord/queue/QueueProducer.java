@@ -345,6 +345,9 @@ final class QueueProducer {
                 queue.wrote(
                         lastSequence(results, creates),
                         results.get(0).getResultStat().getMzxid());
+            } else {
+                // Landed, its reply lost: the bound misses these items, so the next write that needs it counts.
+                queue.forgetCount();
             }
             return true;
         }

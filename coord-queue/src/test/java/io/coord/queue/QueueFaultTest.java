@@ -27,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 import org.apache.curator.RetryPolicy;
 import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
@@ -73,10 +74,24 @@ class QueueFaultTest {
             DistributedQueue<String> queue,
             CompletableFuture<Void> put) {
         static PutInFlight start(String path) throws Exception {
+            return start(path, client -> QueueFaultTest.queue(client, path));
+        }
+
+        /** "a" is in a queue of {@code capacity}, and "b" has landed, its reply lost. */
+        static PutInFlight start(String path, int capacity) throws Exception {
+            return start(
+                    path,
+                    client -> DistributedQueue.builder(client, path, QueueSerializer.utf8())
+                            .capacity(capacity)
+                            .build());
+        }
+
+        private static PutInFlight start(String path, Function<CuratorFramework, DistributedQueue<String>> build)
+                throws Exception {
             ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
             CuratorFramework client = zk.newOutageProofClient(proxy);
             CuratorFramework admin = zk.newClient();
-            DistributedQueue<String> queue = QueueFaultTest.queue(client, path);
+            DistributedQueue<String> queue = build.apply(client);
             queue.put("a");
             proxy.loseReplies(true);
             CompletableFuture<Void> put = Background.call(() -> {
@@ -301,6 +316,24 @@ class QueueFaultTest {
         CuratorFramework reader = zk.newClient();
         await("one write slot left")
                 .until(() -> reader.getChildren().forPath(path + "/slots").size() == 1);
+    }
+
+    @Test
+    void aWriteWhoseReplyWasLostCountsTowardsTheCapacity() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("capacity-after-lost-reply");
+        PutInFlight inFlight = PutInFlight.start(path, 2);
+        ZooKeeperProxy proxy = inFlight.proxy();
+
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        proxy.loseReplies(false);
+        proxy.refuseConnections(false);
+        inFlight.put().get(30, TimeUnit.SECONDS); // sent again, and found landed without a reply
+
+        assertFalse(inFlight.queue().offer("c"), "the queue holds 2 of 2");
+        assertEquals(List.of("a", "b"), drain(queue(inFlight.admin(), path)));
+        inFlight.client().close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
     @Test
