@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.testkit.Background;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
@@ -220,6 +221,34 @@ class HoldEndsWithLeaseTest {
         mutex.release();
         mutex.release();
         assertThrows(IllegalMonitorStateException.class, mutex::release);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void whatTheEndOfAClosedLeaseSetsOffComesAfterItsRelease() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("after-the-end");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        ReentrantMutex other = new ReentrantMutex(zk.newClient(), path);
+        Lease lease = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        // Run on the closing thread, as the end completes: a second close, and an acquisition that needs the node gone.
+        lease.ended().thenRun(lease::close);
+        CompletableFuture<Lease> next = lease.ended().thenApply(state -> {
+            try {
+                return other.acquireAsync().get(10, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+
+        Background.call(() -> {
+                    lease.close();
+                    return null;
+                })
+                .get(20, TimeUnit.SECONDS);
+
+        Lease granted = next.get(20, TimeUnit.SECONDS); // once the lease's node went
+        assertEquals(LeaseState.RELEASED, lease.state());
+        granted.close();
         zk.assertNoLeaks(path);
     }
 }

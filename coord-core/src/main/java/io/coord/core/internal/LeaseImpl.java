@@ -120,16 +120,19 @@ final class LeaseImpl implements Lease {
 
     @Override
     public void close() {
-        if (moveTo(LeaseState.RELEASED, true)) {
-            try {
-                nodes.forEach(context::deleteGuaranteed);
-            } finally {
-                releaseSent.complete(null);
-            }
-        } else if (current() == LeaseState.RELEASED) {
+        if (!moveTo(LeaseState.RELEASED, true, this::sendRelease) && current() == LeaseState.RELEASED) {
             // Closed on another thread a moment ago: return once its deletes are sent, as that close does, so that
             // whatever this caller sends next lands after them. Sending never blocks, so this wait is short.
             releaseSent.join();
+        }
+    }
+
+    /** Sent before {@link #ended} completes, so that whatever its callbacks do (close again, acquire) comes after. */
+    private void sendRelease() {
+        try {
+            nodes.forEach(context::deleteGuaranteed);
+        } finally {
+            releaseSent.complete(null);
         }
     }
 
@@ -185,14 +188,15 @@ final class LeaseImpl implements Lease {
 
     /** Applies one transition if the current state allows it; returns whether the state changed. */
     boolean moveTo(LeaseState next) {
-        return moveTo(next, false);
+        return moveTo(next, false, () -> {});
     }
 
     /**
      * @param onCallersThread the caller is the user's own thread (close()), so that with no listeners and nothing
      *     still being delivered, the end can be completed right here instead of on another thread
+     * @param beforeEnd run once the state moved to an end, before {@link #ended} completes
      */
-    private boolean moveTo(LeaseState next, boolean onCallersThread) {
+    private boolean moveTo(LeaseState next, boolean onCallersThread, Runnable beforeEnd) {
         LeaseState previous;
         lock.lock();
         try {
@@ -211,6 +215,7 @@ final class LeaseImpl implements Lease {
         boolean last = next == LeaseState.LOST || next == LeaseState.RELEASED;
         if (last) {
             context.forget(this);
+            beforeEnd.run();
             if (onCallersThread && listeners.isEmpty() && events.isIdle()) {
                 ended.complete(next);
             } else {
