@@ -43,6 +43,8 @@ final class QueueClaim<T> implements Claim<T> {
     // The session marker known to prove this claim (see proving). Used by one thread at a time: an acker under the
     // lock, or the one releaser after the state left HELD.
     private volatile String provenBy;
+    // The ack under way, if any: it holds the lock until its removal is answered, through an outage if need be.
+    private volatile CompletableFuture<Void> acking;
 
     // Times a withdrawal is sent again while its replies are lost (see withdraw).
     private static final int WITHDRAWALS = 3;
@@ -84,6 +86,8 @@ final class QueueClaim<T> implements Claim<T> {
             return now == State.ACKED; // an end state is final
         }
         BackgroundRequests.refuseOnEventThread("acknowledging", queue.layout.item(name));
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        acking = done; // before the lock, so that a close that finds the lock taken finds this too
         lock.lock();
         try {
             if (state != State.HELD) {
@@ -97,19 +101,32 @@ final class QueueClaim<T> implements Claim<T> {
             return state == State.ACKED;
         } finally {
             lock.unlock();
+            done.complete(null);
         }
     }
 
     @Override
     public void close() {
         // On ZooKeeper's event thread nothing may wait for an answer that thread delivers: neither the release's nor
-        // an ack's, which holds the lock while it waits (that close goes on on another thread, after the ack).
+        // an ack's. Nor may any closer wait out an outage, as an ack under way may (it holds the lock until answered,
+        // and its answer may need the news of the connection, which a closer on Curator's listener thread holds up):
+        // the close is then decided after the ack, on another thread, and waited for only while connected.
         boolean onEventThread = BackgroundRequests.onEventThread();
-        if (!onEventThread) {
-            lock.lock();
-        } else if (!lock.tryLock()) {
-            queue.context.callbacks().execute(this::close);
-            return;
+        if (!lock.tryLock()) {
+            CompletableFuture<Void> ack = acking;
+            if (ack == null || ack.isDone()) {
+                if (onEventThread) {
+                    queue.context.callbacks().execute(this::close);
+                    return;
+                }
+                lock.lock(); // another close, or a session's end: each holds the lock only for a moment
+            } else {
+                CompletableFuture<Void> after = ack.thenRunAsync(this::close, queue.context.callbacks());
+                if (!onEventThread) {
+                    queue.awaitWhileConnected(after, queue.layout.claim(name));
+                }
+                return;
+            }
         }
         CompletableFuture<Void> answered = new CompletableFuture<>();
         try {

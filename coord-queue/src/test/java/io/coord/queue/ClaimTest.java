@@ -26,6 +26,7 @@ import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.api.CuratorWatcher;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.Watcher;
 import org.junit.jupiter.api.Test;
@@ -164,6 +165,42 @@ class ClaimTest {
         assertNull(queue.poll());
         client.create().forPath(watched);
         client.delete().forPath(watched);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aCloseOnCuratorsListenerThreadWhileAnAckWaitsForTheConnectionReturnsAtOnceAndTheAckEnds() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("listener-thread-busy");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(builder -> builder.connectString(proxy.connectString())
+                .connectionTimeoutMs(1_000)
+                .retryPolicy(new RetryNTimes(0, 0)));
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("job");
+        Claim<String> claim = queue.claim(Duration.ZERO).orElseThrow();
+
+        // The application gives the work back when the connection is suspended, on Curator's listener thread, which
+        // is also where the news that the connection is back comes from.
+        AtomicReference<CompletableFuture<Boolean>> ack = new AtomicReference<>();
+        CompletableFuture<Boolean> ackDoneAtClose = new CompletableFuture<>();
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (state == ConnectionState.SUSPENDED && !ackDoneAtClose.isDone()) {
+                claim.close();
+                ackDoneAtClose.complete(ack.get().isDone());
+            }
+        });
+
+        // The ack's transaction lands and its reply is lost: settling it waits for the connection, holding the claim.
+        proxy.refuseConnections(true);
+        proxy.dropNextReply();
+        ack.set(Background.call(claim::ack));
+        await().atMost(WAIT).until(() -> proxy.repliesLost() == 1);
+        proxy.cutConnections();
+        assertFalse(ackDoneAtClose.get(WAIT.toSeconds(), TimeUnit.SECONDS), "close() returned while the ack waited");
+        proxy.refuseConnections(false);
+
+        assertTrue(ack.get().get(WAIT.toSeconds(), TimeUnit.SECONDS), "the ack removed the item");
+        assertNull(queue.poll());
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
