@@ -41,8 +41,8 @@ public interface Claim<T> extends AutoCloseable {
      * release goes out when the connection is back. So it does too when the session's marker node was deleted by
      * something other than the queue, and must be made again before the release can be sent, and when called on
      * ZooKeeper's event thread (in a watcher or a background callback), which must deliver the answer it would wait
-     * for. If an {@code ack()} of another thread is under way, the close is decided after it, and waited for as long
-     * as the client stays connected.
+     * for. If an {@code ack()} of another thread is under way, it returns at once too, and the close is decided after
+     * the ack (nothing is left to do if the ack removed the item).
      */
     @Override
     void close();

@@ -108,25 +108,21 @@ final class QueueClaim<T> implements Claim<T> {
     @Override
     public void close() {
         // On ZooKeeper's event thread nothing may wait for an answer that thread delivers: neither the release's nor
-        // an ack's. Nor may any closer wait out an outage, as an ack under way may (it holds the lock until answered,
-        // and its answer may need the news of the connection, which a closer on Curator's listener thread holds up):
-        // the close is then decided after the ack, on another thread, and waited for only while connected.
+        // an ack's. Nor may any closer wait behind an ack under way, which holds the lock until it is answered, through
+        // an outage if need be: its answer may need the news that the connection is back, which a closer on Curator's
+        // listener thread would hold up for good. The close is then decided after the ack, on another thread.
         boolean onEventThread = BackgroundRequests.onEventThread();
         if (!lock.tryLock()) {
             CompletableFuture<Void> ack = acking;
-            if (ack == null || ack.isDone()) {
-                if (onEventThread) {
-                    queue.context.callbacks().execute(this::close);
-                    return;
-                }
-                lock.lock(); // another close, or a session's end: each holds the lock only for a moment
-            } else {
-                CompletableFuture<Void> after = ack.thenRunAsync(this::close, queue.context.callbacks());
-                if (!onEventThread) {
-                    queue.awaitWhileConnected(after, queue.layout.claim(name));
-                }
+            if (ack != null && !ack.isDone()) {
+                ack.thenRunAsync(this::close, queue.context.callbacks());
                 return;
             }
+            if (onEventThread) {
+                queue.context.callbacks().execute(this::close);
+                return;
+            }
+            lock.lock(); // another close, or a session's end: each holds the lock only for a moment
         }
         CompletableFuture<Void> answered = new CompletableFuture<>();
         try {
