@@ -128,7 +128,7 @@ final class QueueProducer {
                 if (bound < 0 || (long) bound + stored.size() > capacity) {
                     Stat stat = count(deadline);
                     if (stat == null) {
-                        await(queue.ensureLayout(), deadline);
+                        queue.awaitLayout(deadline);
                         attempt++;
                         continue;
                     }
@@ -353,7 +353,7 @@ final class QueueProducer {
         }
         if (outcome.failedOp() >= 0 && outcome.code() == Code.NONODE) {
             queue.resetFound(); // no items parent: nothing was written, and the next one may be a new parent
-            await(queue.ensureLayout(), deadline);
+            queue.awaitLayout(deadline);
         } else if (outcome.failedOp() >= 0 && outcome.code() == Code.NODEEXISTS) {
             // Named like an item already there: ZooKeeper's count of creates has ended (a client that did not see it
             // end wrote at the end's name as well).
@@ -399,10 +399,5 @@ final class QueueProducer {
     private static long lastSequence(List<CuratorTransactionResult> results, int creates) {
         String path = results.get(creates).getResultPath();
         return Layout.node(path.substring(path.lastIndexOf('/') + 1)).sequence();
-    }
-
-    /** Waits under the deadline when the caller may wait, and fully (restoring the flag) when it may not. */
-    private <V> V await(CompletableFuture<V> answer, Deadline deadline) throws InterruptedException, TimeoutException {
-        return BackgroundRequests.awaitWithin(answer, deadline, queue.layout.items());
     }
 }

@@ -114,7 +114,7 @@ final class SessionMarker {
                 return marker; // NodeExists: a replay of our own create, since the name is ours alone
             }
             if (code == Code.NONODE) {
-                BackgroundRequests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.sessions());
+                queue.awaitLayout(deadline);
                 continue;
             }
             throw BackgroundRequests.failure("creating", marker, code);

@@ -5,6 +5,7 @@ import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
+import io.coord.core.internal.Deadline;
 import io.coord.core.internal.SerialExecutor;
 import io.coord.core.internal.SingleFlight;
 import java.util.Arrays;
@@ -12,6 +13,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
@@ -242,6 +244,14 @@ final class SharedQueue {
                 items.sessionEnded(0);
             }
         }
+    }
+
+    /**
+     * Creates the parents that are missing, waiting as {@code deadline} allows: a caller that may wait rides out a lost
+     * connection, and sends the creates again once connected.
+     */
+    void awaitLayout(Deadline deadline) throws InterruptedException, TimeoutException {
+        BackgroundRequests.awaitThroughOutages(context, ensureLayout(), this::ensureLayout, deadline, "create", path);
     }
 
     private CompletableFuture<Void> ensure(String parent) {

@@ -391,7 +391,7 @@ final class Slots {
             }
             if (code == Code.NONODE) {
                 queue.resetFound(); // no slots parent
-                BackgroundRequests.awaitWithin(queue.ensureLayout(), deadline, queue.layout.slots());
+                queue.awaitLayout(deadline);
             } else if (ResultCodes.isInDoubt(code)) {
                 // It may have landed: the same name again tells, once connected. A caller that stops waiting for the
                 // connection leaves no slot behind: the name is ours alone, and Curator gave up sending it.

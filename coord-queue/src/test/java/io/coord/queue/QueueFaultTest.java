@@ -33,6 +33,7 @@ import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher.WatcherType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -240,6 +241,45 @@ class QueueFaultTest {
         reconnect(proxy, client);
         assertEquals("a", queue.poll(), "the poll cut off took nothing");
         assertOneSlotLeft(path);
+        client.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aTimedOfferWhoseQueueParentsAreCutOffByAnOutageWaitsForTheConnectionAndWrites() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("parents-cut-off");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
+        AtomicBoolean counted = new AtomicBoolean();
+        client.getZookeeperClient().setTracerDriver(new TracerDriver() {
+            @Override
+            public void addTrace(String name, long time, TimeUnit unit) {
+                // The count found no queue: the creates of its parents go out next, onto a connection cut off.
+                if (name.startsWith("Exists") && counted.compareAndSet(false, true)) {
+                    proxy.refuseConnections(true);
+                    proxy.cutConnections();
+                }
+            }
+
+            @Override
+            public void addCount(String name, int increment) {}
+        });
+        DistributedQueue<String> queue = queue(client, path);
+        CompletableFuture<Boolean> offered = Background.call(() -> queue.offer("a", Duration.ofSeconds(60)));
+        await().until(counted::get);
+
+        // A request sent after the creates, and given up on by Curator, as they were.
+        CompletableFuture<Integer> probe = new CompletableFuture<>();
+        client.checkExists()
+                .inBackground((c, event) -> probe.complete(event.getResultCode()))
+                .forPath(path);
+        assertEquals(KeeperException.Code.CONNECTIONLOSS.intValue(), probe.get(30, TimeUnit.SECONDS));
+        assertFalse(offered.isDone(), "the offer waits for the connection");
+
+        reconnect(proxy, client);
+        assertTrue(offered.get(30, TimeUnit.SECONDS));
+        assertEquals(List.of("a"), drain(queue));
         client.close();
         proxy.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
