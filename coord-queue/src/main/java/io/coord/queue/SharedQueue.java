@@ -6,6 +6,7 @@ import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
 import io.coord.core.internal.Deadline;
+import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SerialExecutor;
 import io.coord.core.internal.SingleFlight;
 import java.util.Arrays;
@@ -198,16 +199,23 @@ final class SharedQueue {
     }
 
     /**
-     * The session that owns a claim node, or 0 if it is gone. A lost answer is asked again once connected, since a
-     * claim of ours may live on; if the session changes meanwhile, a claim that landed before died with it.
+     * The session that owns a claim node, or 0 if it is gone. A lost answer is asked again once connected, on a new
+     * session too: the server may keep the session that made the claim for a while after the client gave it up, and
+     * only the owner this answer names lets the claim be withdrawn then.
      */
     long claimOwner(String claimPath) {
-        CuratorEvent event = BackgroundRequests.finish(
-                context,
-                context.sessionId(),
-                claimPath,
-                cb -> context.client().checkExists().inBackground(cb).forPath(claimPath));
-        return BackgroundRequests.code(event) == Code.OK ? event.getStat().getEphemeralOwner() : 0;
+        while (true) {
+            CuratorEvent event = BackgroundRequests.finish(
+                    context,
+                    context.sessionId(),
+                    claimPath,
+                    cb -> context.client().checkExists().inBackground(cb).forPath(claimPath));
+            Code code = BackgroundRequests.code(event);
+            if (!ResultCodes.isInDoubt(code)) {
+                return code == Code.OK ? event.getStat().getEphemeralOwner() : 0;
+            }
+            BackgroundRequests.awaitFully(context.connected(), claimPath); // fails once the client is closed
+        }
     }
 
     /** Completes when the connection next drops, the session ends or the client closes: take it before looking. */

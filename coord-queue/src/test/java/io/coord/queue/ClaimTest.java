@@ -420,6 +420,46 @@ class ClaimTest {
     }
 
     @Test
+    void aClaimWhoseOwnerReadIsLostUntilTheClientGaveUpItsSessionIsWithdrawnOnceBack() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("owner-read-lost-session");
+        LosingConsumer losing = losingConsumer(
+                path,
+                builder -> builder.sessionTimeoutMs(20_000)
+                        .simulatedSessionExpirationPercent(10)
+                        .connectionTimeoutMs(1_000)
+                        .retryPolicy(new RetryNTimes(0, 0)));
+        ZooKeeperProxy proxy = losing.proxy();
+        DistributedQueue<String> consumer = losing.consumer();
+        consumer.offer("warm-up"); // the slot and the session marker made
+        try (Claim<String> warmUp = consumer.claim(Duration.ZERO).orElseThrow()) {
+            assertTrue(warmUp.ack());
+        }
+        Session old = Session.of(losing.client());
+        queue(zk.newClient(), path).offer("job");
+
+        // The claim lands and its reply is lost; the slot says it landed, and the read of its owner is lost too, with
+        // the client cut off until it has given up on its session. The server keeps that session, and the claim.
+        losing.replies().afterThenCutOff(List.of("MultiReadImpl", "GetDataBuilderImpl"));
+        CompletableFuture<Optional<Claim<String>>> claiming = Background.call(() -> consumer.claim(Duration.ZERO));
+        await().atMost(WAIT).until(() -> proxy.repliesLost() == 2);
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> losing.client().getZookeeperClient().getZooKeeper().getSessionId() != old.id());
+        proxy.refuseConnections(false);
+
+        // The owner is read again on the new session: the old one, so the claim is withdrawn, and the item is free
+        // before the server ends that session.
+        Optional<Claim<String>> again = claiming.get(20, TimeUnit.SECONDS);
+        if (again.isPresent()) {
+            assertEquals("job", again.get().item());
+            assertTrue(again.get().ack());
+        } else {
+            assertEquals("job", queue(zk.newOutageProofClient(), path).poll(Duration.ofSeconds(15)));
+        }
+        assertTrue(zk.endSessionIfAlive(old), "the old session had already expired");
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aSessionMarkerMadeOnALaterSessionThanItWasSentOnIsDeleted() throws Exception {
         String path = ZooKeeperFixture.uniquePath("marker-orphan");
         LosingConsumer losing = losingConsumer(path, builder -> {});
@@ -511,6 +551,9 @@ class ClaimTest {
         private final ZooKeeperProxy proxy;
         private final ConcurrentLinkedQueue<String> answers = new ConcurrentLinkedQueue<>();
 
+        // Run as the last named reply is lost.
+        private volatile Runnable atLast = () -> {};
+
         LoseReplyAfter(ZooKeeperProxy proxy) {
             this.proxy = proxy;
         }
@@ -519,11 +562,20 @@ class ClaimTest {
             answers.addAll(names);
         }
 
+        /** As {@link #after(List)}, refusing connections as the last reply is lost, so that it is never sent again. */
+        void afterThenCutOff(List<String> names) {
+            atLast = () -> proxy.refuseConnections(true);
+            after(names);
+        }
+
         @Override
         public void addTrace(OperationTrace trace) {
             String next = answers.peek();
             if (next != null && trace.getName().startsWith(next) && trace.getReturnCode() == 0) {
                 answers.poll();
+                if (answers.isEmpty()) {
+                    atLast.run();
+                }
                 proxy.dropNextReply();
             }
         }
