@@ -10,9 +10,10 @@ import java.util.Optional;
  * number. The count ends at 2,147,483,647: every later child is numbered that again, except that creates in flight
  * together at the end are numbered on past it, into the negative numbers ({@code lock--2147483648}, then up to
  * {@code lock--000000001}). A parent that is never deleted, such as a busy semaphore's or queue's, gets there after
- * about two billion creates. {@link #parse} reads the negative suffixes for prefixes that end in {@code -}, as
- * coord's and Curator's all do, and {@link #compareTo} orders them after the numbers before the end. coord queues no
- * node of its own numbered at the end: the lock refuses the acquisition, and says why.
+ * about two billion creates. {@link #parse} reads the negative suffixes after any prefix: coord's end in {@code -}, but
+ * Curator's read/write lock's ({@code __READ__}, {@code __WRIT__}) do not. {@link #compareTo} orders them after the
+ * numbers before the end. coord queues no node of its own numbered at the end: the lock refuses the acquisition, and
+ * says why.
  *
  * @param name the full child name
  * @param prefix the name without its protection marker ({@code _c_<uuid>-}) and without the sequence suffix, for

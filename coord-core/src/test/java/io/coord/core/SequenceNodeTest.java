@@ -112,6 +112,9 @@ class SequenceNodeTest {
         assertEquals(-1L, parse("-000000001").sequence());
         assertEquals("", parse("-000000001").prefix());
         assertEquals("lock", parse("lock-2147483648").prefix(), "past the range: the dash is a sign");
+        // Curator's read/write lock prefixes end in no dash: its wrapped nodes must still be seen.
+        assertEquals(-1L, parse("_c_" + UUID + "-__WRIT__-000000001").sequence());
+        assertEquals("__WRIT__", parse("_c_" + UUID + "-__WRIT__-000000001").prefix());
     }
 
     @Test
