@@ -660,7 +660,10 @@ public final class ClientContext {
         try {
             epoch = ++connectionEpoch;
             long tracked = session; // the session we were on, which a LOST ends
-            event = sessionEvent(state);
+            // A session's loss follows the drop of its connection. One heard while connected, on the session the handle
+            // reports, is late news of an older session: Curator can tell of the next session's connection first.
+            boolean lateLoss = state == ConnectionState.LOST && connected && tracked != 0 && tracked == sessionId();
+            event = lateLoss ? null : sessionEvent(state);
             switch (state) {
                 case CONNECTED, RECONNECTED -> {
                     connected = true;
@@ -677,12 +680,13 @@ public final class ClientContext {
                     leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
                 }
                 case LOST -> {
-                    connected = false;
                     // LOST can arrive after the next session is up: leases granted on that one are not lost. The
-                    // handle may also still report the ended session: the one we tracked is lost all the same.
+                    // handle may also still report the ended session: the one we tracked is lost all the same,
+                    // unless this is late news, and the session we track goes on.
                     long current = sessionId();
+                    connected &= lateLoss;
                     lost = leases.stream()
-                            .filter(l -> l.session() != current || l.session() == tracked)
+                            .filter(l -> l.session() != current || (l.session() == tracked && !lateLoss))
                             .toList();
                     lost.forEach(l -> l.moveTo(LeaseState.LOST));
                 }
@@ -693,8 +697,10 @@ public final class ClientContext {
         // If the expiry was only declared by the client, the old session may linger on the server for a whole session
         // timeout. Deleting its nodes, retried until the next connection carries it, lets the next holder in at once.
         lost.forEach(l -> l.nodes().forEach(this::deleteGuaranteed));
-        sessionListeners.forEach(l -> l.sessionChanged(event));
-        views.values().forEach(v -> v.sessionChanged(event));
+        if (event != null) { // late news changes nothing for them: they heard of the session that followed
+            sessionListeners.forEach(l -> l.sessionChanged(event));
+            views.values().forEach(v -> v.sessionChanged(event));
+        }
         if (state == ConnectionState.LOST) {
             // Waiters' znodes died with the session: each queues again on the next one.
             List.copyOf(attempts).forEach(Attempt::sessionLost);

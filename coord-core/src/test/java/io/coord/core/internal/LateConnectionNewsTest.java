@@ -1,6 +1,8 @@
 package io.coord.core.internal;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
@@ -43,6 +45,27 @@ class LateConnectionNewsTest {
 
         context.stateChanged(client, ConnectionState.RECONNECTED);
         assertEquals(LeaseState.HELD, lease.state());
+        lease.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void theLossOfASessionHeardAfterTheNextConnectionLeavesThatConnectionsLeasesHeld() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("late-loss");
+        CuratorFramework client = zk.newClient();
+        ClientContext context = ClientContext.of(client);
+        LeaseEngine engine = new LeaseEngine(client, path, "lock-", LeasePredicate.maxLeases(1), new byte[0]);
+        Lease lease = engine.acquireAsync().get(10, TimeUnit.SECONDS);
+        context.stateChanged(client, ConnectionState.SUSPENDED);
+        context.stateChanged(client, ConnectionState.RECONNECTED);
+        await().until(() -> lease.state() == LeaseState.HELD); // its node checked on the session the handle is on
+
+        // The loss of the session before, told after the connection of this one, as Curator may.
+        context.stateChanged(client, ConnectionState.LOST);
+
+        assertEquals(LeaseState.HELD, lease.state());
+        assertTrue(context.isConnected(), "the client goes on");
+        assertEquals(1, engine.participants().size(), "its node is still there");
         lease.close();
         zk.assertNoLeaks(path);
     }
