@@ -194,15 +194,19 @@ final class Slots {
             return Outcome.landed(null);
         }
         if (failed == 0 && code == Code.NONODE) {
-            if (!slot.maybeMissing && slot.sentInEpoch != queue.context.connectionEpoch()) {
+            if (slot.sentInEpoch != queue.context.connectionEpoch()) {
                 // The connection dropped while it was in flight: this may answer Curator's second send of a
-                // transaction whose first landed before the slot was deleted. Nothing can tell now.
+                // transaction whose first landed before the slot was deleted (a slot whose create was in doubt too,
+                // since that create may have landed). Nothing can tell now.
                 throw slotDeleted(slot, what);
+            }
+            created.remove(slot.path);
+            if (slot.maybeMissing) {
+                return Outcome.failed(-1, code); // its create, in doubt, never landed: nothing was applied
             }
             // Deleted under us: nothing was applied, and the slot is no more. Most likely the whole queue was reset by
             // hand, which took every other slot and maybe the items parent too: the idle slots are left for new ones
             // (those still there are deleted at close with the rest), and the size is counted again.
-            created.remove(slot.path);
             resets.incrementAndGet(); // before the idle ones go, so that none borrowed now comes back
             idle.clear();
             queue.resetFound();
