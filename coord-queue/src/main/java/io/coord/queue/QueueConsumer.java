@@ -305,10 +305,7 @@ final class QueueConsumer<T> {
         if (claim) {
             return claimOne(slot, present.get(0), decoded.get(0), taken, readAt, deadline);
         }
-        if (!resetSince(readAt, present, slot)) {
-            remove(slot, present, decoded, taken);
-        }
-        return true;
+        return resetSince(readAt, present, slot) || remove(slot, present, decoded, taken, deadline);
     }
 
     /**
@@ -381,7 +378,10 @@ final class QueueConsumer<T> {
         return stored;
     }
 
-    private void remove(Slots.Slot slot, List<String> names, List<T> decoded, List<Taken<T>> taken) {
+    /** False if the deadline passed after a transaction that failed as a whole, while the queue's parents were made. */
+    private boolean remove(
+            Slots.Slot slot, List<String> names, List<T> decoded, List<Taken<T>> taken, Deadline deadline)
+            throws InterruptedException {
         CuratorFramework client = queue.context.client();
         List<CuratorOp> ops = new ArrayList<>(3 * names.size());
         for (String name : names) {
@@ -397,7 +397,7 @@ final class QueueConsumer<T> {
                 cache.gone(names.get(i));
                 taken.add(new Taken<>(decoded.get(i), null));
             }
-            return;
+            return true;
         }
         int failed = outcome.failedOp();
         int lost = failed >= 0 && failed < ops.size() ? failed / 3 : -1;
@@ -406,9 +406,7 @@ final class QueueConsumer<T> {
                 queue.items.putBack(names.get(i));
             }
         }
-        if (lost >= 0) {
-            settleLost(names.get(lost), failed % 3 == 0, outcome.code());
-        }
+        return lost < 0 || settleLost(names.get(lost), failed % 3 == 0, outcome.code(), deadline);
     }
 
     /**
@@ -450,10 +448,9 @@ final class QueueConsumer<T> {
         NameCache cache = queue.items.names();
         if (!outcome.landed()) {
             if (outcome.failedOp() == 0 || outcome.failedOp() == 1) {
-                settleLost(name, outcome.failedOp() == 0, outcome.code());
-            } else {
-                queue.items.putBack(name);
+                return settleLost(name, outcome.failedOp() == 0, outcome.code(), deadline);
             }
+            queue.items.putBack(name);
             return true;
         }
         long owner =
@@ -490,8 +487,11 @@ final class QueueConsumer<T> {
         }
     }
 
-    /** An item a transaction failed on: claimed by someone (watch the claim), or gone. */
-    private void settleLost(String name, boolean onClaim, Code code) {
+    /**
+     * An item a transaction failed on: claimed by someone (watch the claim), or gone. False if the deadline passed
+     * while the queue's parents were made again.
+     */
+    private boolean settleLost(String name, boolean onClaim, Code code, Deadline deadline) throws InterruptedException {
         NameCache cache = queue.items.names();
         if (onClaim && code == Code.NODEEXISTS) {
             watchClaim(name);
@@ -499,11 +499,16 @@ final class QueueConsumer<T> {
             cache.gone(name); // taken by another consumer
         } else if (onClaim && code == Code.NONODE) {
             queue.items.putBack(name); // no claims parent yet
-            BackgroundRequests.awaitFully(queue.ensureLayout(), queue.layout.claims());
+            try {
+                queue.awaitLayout(deadline);
+            } catch (TimeoutException e) {
+                return false;
+            }
         } else {
             queue.items.putBack(name);
             throw BackgroundRequests.failure("taking", queue.layout.item(name), code);
         }
+        return true;
     }
 
     /**

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.ClientContext;
 import io.coord.testkit.Background;
+import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
@@ -251,12 +252,81 @@ class QueueFaultTest {
         String path = ZooKeeperFixture.uniquePath("parents-cut-off");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         CuratorFramework client = zk.newClientRetryingOnce(proxy);
-        AtomicBoolean counted = new AtomicBoolean();
+        // The count finds no queue: the creates of its parents go out next, onto a connection cut off.
+        AtomicBoolean cut = cutOffAfter(client, proxy, "Exists");
+        DistributedQueue<String> queue = queue(client, path);
+        CompletableFuture<Boolean> offered = Background.call(() -> queue.offer("a", Duration.ofSeconds(60)));
+
+        awaitCuratorGaveUp(client, path, cut);
+        assertFalse(offered.isDone(), "the offer waits for the connection");
+        reconnect(proxy, client);
+        assertTrue(offered.get(30, TimeUnit.SECONDS));
+        assertEquals(List.of("a"), drain(queue));
+        client.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aTimedPollWhoseClaimsParentIsCutOffByAnOutageWaitsForTheConnectionAndTakes() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("claims-parent-cut-off");
+        CuratorFramework admin = zk.newClient();
+        queue(admin, path).offer("a");
+        admin.delete().forPath(path + "/claims"); // the removal's claim create fails, and the parents are made again
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
+        AtomicBoolean cut = cutOffAfter(client, proxy, "CuratorMultiTransaction");
+        DistributedQueue<String> queue = queue(client, path);
+        CompletableFuture<String> polled = Background.call(() -> queue.poll(Duration.ofSeconds(60)));
+
+        awaitCuratorGaveUp(client, path, cut);
+        assertFalse(polled.isDone(), "the poll waits for the connection");
+        reconnect(proxy, client);
+        assertEquals("a", polled.get(30, TimeUnit.SECONDS));
+        client.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aWriteSlotWhoseCreateWasInDoubtAndIsGoneIsForgottenWithoutTakingTheQueueForReset() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slot-in-doubt-gone");
+        putFromAClientSinceClosed(path, "x");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
+        DistributedQueue<String> queue = queue(client, path);
+        assertEquals(1, queue.size()); // the count is known
+
+        // The create of the client's first write slot lands, its reply is lost, and the offer gives up on it; cut
+        // off, Curator then answers the create in doubt, and the client keeps the slot as one that may be missing.
+        proxy.loseReplies(true);
+        assertFalse(queue.offer("a", Duration.ofMillis(500)));
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        awaitCuratorGaveUp(client, path, new AtomicBoolean(true));
+        reconnect(proxy, client);
+        CuratorFramework admin = zk.newClient();
+        for (String slot : admin.getChildren().forPath(path + "/slots")) {
+            admin.delete().forPath(path + "/slots/" + slot);
+        }
+
+        RequestCounter requests = new RequestCounter();
+        client.getZookeeperClient().setTracerDriver(requests);
+        assertTrue(queue.offer("b"));
+        assertEquals(0, requests.count(path, "Exists"), () -> "not counted again: " + requests.names(path));
+        assertEquals(List.of("x", "b"), drain(queue));
+        client.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    /** Cuts the client behind {@code proxy} off, refusing it, once it has traced its first request named so. */
+    private static AtomicBoolean cutOffAfter(CuratorFramework client, ZooKeeperProxy proxy, String request) {
+        AtomicBoolean cut = new AtomicBoolean();
         client.getZookeeperClient().setTracerDriver(new TracerDriver() {
             @Override
             public void addTrace(String name, long time, TimeUnit unit) {
-                // The count found no queue: the creates of its parents go out next, onto a connection cut off.
-                if (name.startsWith("Exists") && counted.compareAndSet(false, true)) {
+                if (name.startsWith(request) && cut.compareAndSet(false, true)) {
                     proxy.refuseConnections(true);
                     proxy.cutConnections();
                 }
@@ -265,24 +335,17 @@ class QueueFaultTest {
             @Override
             public void addCount(String name, int increment) {}
         });
-        DistributedQueue<String> queue = queue(client, path);
-        CompletableFuture<Boolean> offered = Background.call(() -> queue.offer("a", Duration.ofSeconds(60)));
-        await().until(counted::get);
+        return cut;
+    }
 
-        // A request sent after the creates, and given up on by Curator, as they were.
+    /** Once cut off: a request sent after the ones that met the cut has been given up on by Curator, as they were. */
+    private static void awaitCuratorGaveUp(CuratorFramework client, String path, AtomicBoolean cut) throws Exception {
+        await().until(cut::get);
         CompletableFuture<Integer> probe = new CompletableFuture<>();
         client.checkExists()
                 .inBackground((c, event) -> probe.complete(event.getResultCode()))
                 .forPath(path);
         assertEquals(KeeperException.Code.CONNECTIONLOSS.intValue(), probe.get(30, TimeUnit.SECONDS));
-        assertFalse(offered.isDone(), "the offer waits for the connection");
-
-        reconnect(proxy, client);
-        assertTrue(offered.get(30, TimeUnit.SECONDS));
-        assertEquals(List.of("a"), drain(queue));
-        client.close();
-        proxy.close();
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
     @Test
