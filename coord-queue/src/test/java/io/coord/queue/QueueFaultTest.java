@@ -220,19 +220,8 @@ class QueueFaultTest {
         putFromAClientSinceClosed(path, "a");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         CuratorFramework client = zk.newClientRetryingOnce(proxy);
-        AtomicBoolean listed = new AtomicBoolean();
-        client.getZookeeperClient().setTracerDriver(new TracerDriver() {
-            @Override
-            public void addTrace(String name, long time, TimeUnit unit) {
-                // The poll's children read answered: the create of its first write slot goes out next, and is lost.
-                if (name.startsWith("GetChildren") && listed.compareAndSet(false, true)) {
-                    proxy.loseReplies(true);
-                }
-            }
-
-            @Override
-            public void addCount(String name, int increment) {}
-        });
+        // The poll's children read answered: the create of its first write slot goes out next, and is lost.
+        AtomicBoolean listed = onFirst(client, "GetChildren", () -> proxy.loseReplies(true));
         DistributedQueue<String> queue = queue(client, path);
         CompletableFuture<String> polled = startParked(queue::poll, () -> listed.get() && proxy.repliesLost() > 0);
         proxy.refuseConnections(true);
@@ -322,20 +311,30 @@ class QueueFaultTest {
 
     /** Cuts the client behind {@code proxy} off, refusing it, once it has traced its first request named so. */
     private static AtomicBoolean cutOffAfter(CuratorFramework client, ZooKeeperProxy proxy, String request) {
-        AtomicBoolean cut = new AtomicBoolean();
+        return onFirst(client, request, () -> {
+            proxy.refuseConnections(true);
+            proxy.cutConnections();
+        });
+    }
+
+    /**
+     * Runs {@code action} on ZooKeeper's event thread once the client has traced its first request whose name starts
+     * with {@code request}: its answer is in, and what the caller sends next is not yet. True once it ran.
+     */
+    private static AtomicBoolean onFirst(CuratorFramework client, String request, Runnable action) {
+        AtomicBoolean done = new AtomicBoolean();
         client.getZookeeperClient().setTracerDriver(new TracerDriver() {
             @Override
             public void addTrace(String name, long time, TimeUnit unit) {
-                if (name.startsWith(request) && cut.compareAndSet(false, true)) {
-                    proxy.refuseConnections(true);
-                    proxy.cutConnections();
+                if (name.startsWith(request) && done.compareAndSet(false, true)) {
+                    action.run();
                 }
             }
 
             @Override
             public void addCount(String name, int increment) {}
         });
-        return cut;
+        return done;
     }
 
     /** Once cut off: a request sent after the ones that met the cut has been given up on by Curator, as they were. */

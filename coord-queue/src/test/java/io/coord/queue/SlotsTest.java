@@ -86,7 +86,7 @@ class SlotsTest {
     }
 
     @Test
-    void aMissingSlotAnsweredAfterConnectionNewsCannotTellUnlessItsCreateWasInDoubt() throws Exception {
+    void aMissingSlotAnsweredAfterConnectionNewsCannotTellEvenIfItsCreateWasInDoubt() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-missing");
         CuratorFramework client = zk.newClient();
         SharedQueue shared = shared(client, path);
@@ -97,14 +97,22 @@ class SlotsTest {
         known.sentInEpoch--; // as if the connection had dropped while it was in flight
         assertThrows(Slots.WriteInDoubt.class, () -> shared.slots.outcome(known, reply, path));
 
-        // A slot kept after a create in doubt may never have been made: nothing of it can have landed.
+        // A slot kept after a create in doubt may have been made, and a first send of it landed, before it went.
         Slots.Slot doubtful = shared.slots.borrowFully();
         client.delete().forPath(doubtful.path);
         doubtful.maybeMissing = true;
         CuratorEvent again =
                 shared.slots.send(doubtful, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
         doubtful.sentInEpoch--;
-        Slots.Outcome outcome = shared.slots.outcome(doubtful, again, path);
+        assertThrows(Slots.WriteInDoubt.class, () -> shared.slots.outcome(doubtful, again, path));
+
+        // With no connection news, it was sent once, and found missing: nothing landed.
+        Slots.Slot missing = shared.slots.borrowFully();
+        client.delete().forPath(missing.path);
+        missing.maybeMissing = true;
+        CuratorEvent once =
+                shared.slots.send(missing, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
+        Slots.Outcome outcome = shared.slots.outcome(missing, once, path);
         assertFalse(outcome.landed());
         assertEquals(0, items(client, path));
     }
