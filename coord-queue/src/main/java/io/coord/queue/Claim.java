@@ -25,7 +25,9 @@ public interface Claim<T> extends AutoCloseable {
     /**
      * Removes the item for good. Returns false if the claim was no longer ours: it was closed, or our session ended
      * since the claim was made, so the item may have gone to another consumer. A true answer means this call removed
-     * the item, even if its reply was lost on the way. Calling it again after a successful ack returns true.
+     * the item, even if its reply was lost on the way. Calling it again after a successful ack returns true. Do not
+     * call it in a {@code ConnectionStateListener}: an ack whose reply is lost waits for the connection to come back,
+     * which Curator tells on that listener's thread.
      *
      * @throws io.coord.core.CoordinationException if ZooKeeper refused the removal (a permission, say) while the
      *     claim is still ours: it stays held, to be acknowledged again or closed
