@@ -23,7 +23,10 @@ public interface Lease extends AutoCloseable {
     /** {@code state() == HELD}. */
     boolean isValid();
 
-    /** Completes once, with {@link LeaseState#LOST} or {@link LeaseState#RELEASED}. */
+    /**
+     * Completes once, with {@link LeaseState#LOST} or {@link LeaseState#RELEASED}; after {@link #close()} has sent its
+     * deletes, so that what a dependent stage sends (a new acquisition, say) reaches the server after them.
+     */
     CompletableFuture<LeaseState> ended();
 
     /**
