@@ -27,7 +27,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 @Timeout(90)
 class QueueDeadlineTest {
     private static final Duration SHORT = Duration.ofMillis(300);
-    // Well inside the 35 s or more that Curator's retries (20 tries, 2 s connection timeout) take to give up.
+    // Well inside the 35 s or more that Curator's retries (20 tries, 2 s connection timeout) take to give up. The
+    // clients' sessions outlast the outage: once a session timeout has passed disconnected, Curator replaces the
+    // handle on the thread of the next request it is given, closing the old one there, which no deadline bounds.
     private static final long BOUND_SECONDS = 10;
 
     @RegisterExtension
@@ -61,11 +63,12 @@ class QueueDeadlineTest {
     @Test
     void timedCallsReturnByTheirDeadlineWhileTheServerIsDown() throws Exception {
         String path = ZooKeeperFixture.uniquePath("deadline-down");
-        CuratorFramework client = zk.newClient();
+        CuratorFramework client = zk.newOutageProofClient();
         DistributedQueue<String> queue = queue(client, path);
         queue.putAll(List.of("a", "b"));
         assertEquals("a", queue.poll()); // the consumer now caches "b"
-        DistributedQueue<String> fresh = queue(zk.newClient(), ZooKeeperFixture.uniquePath("deadline-fresh"));
+        DistributedQueue<String> fresh =
+                queue(zk.newOutageProofClient(), ZooKeeperFixture.uniquePath("deadline-fresh"));
         CountDownLatch suspended = suspension(client);
 
         zk.stopServer();
@@ -87,7 +90,7 @@ class QueueDeadlineTest {
     @Test
     void callsThatNeverWaitAnswerAtOnceWhileTheServerIsDownAndWriteOrTakeNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("never-wait-down");
-        CuratorFramework client = zk.newClient();
+        CuratorFramework client = zk.newOutageProofClient();
         DistributedQueue<String> queue = queue(client, path);
         queue.putAll(List.of("a", "b"));
         assertEquals("a", queue.poll()); // the consumer now caches "b", and the producer knows the count
@@ -136,7 +139,7 @@ class QueueDeadlineTest {
     @Test
     void aPutWhileTheServerIsDownWaitsForTheConnectionInterruptiblyAndWritesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("put-down");
-        CuratorFramework client = zk.newClient();
+        CuratorFramework client = zk.newOutageProofClient();
         DistributedQueue<String> queue = queue(client, path);
         queue.put("a"); // the producer knows the count: the next put needs no read
         CountDownLatch suspended = suspension(client);
