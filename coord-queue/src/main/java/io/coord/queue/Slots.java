@@ -202,7 +202,11 @@ final class Slots {
             }
             created.remove(slot.path);
             if (slot.maybeMissing) {
-                return Outcome.failed(-1, code); // its create, in doubt, never landed: nothing was applied
+                // Its create, in doubt, never landed: nothing was applied. Others kept after the same outage most
+                // likely never landed either, and each would cost a caller an attempt: they go too (still deleted at
+                // close, in case one did land).
+                idle.removeIf(other -> other.maybeMissing);
+                return Outcome.failed(-1, code);
             }
             // Deleted under us: nothing was applied, and the slot is no more. Most likely the whole queue was reset by
             // hand, which took every other slot and maybe the items parent too: the idle slots are left for new ones

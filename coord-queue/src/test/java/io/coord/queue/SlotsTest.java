@@ -118,6 +118,31 @@ class SlotsTest {
     }
 
     @Test
+    void slotsKeptAfterCreatesInDoubtAllGoOnceOneIsFoundMissing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("slots-in-doubt");
+        CuratorFramework client = zk.newClient();
+        SharedQueue shared = shared(client, path);
+        List<Slots.Slot> doubtful =
+                List.of(shared.slots.borrowFully(), shared.slots.borrowFully(), shared.slots.borrowFully());
+        for (Slots.Slot slot : doubtful) {
+            client.delete().forPath(slot.path); // as if its create never landed
+            slot.maybeMissing = true;
+            shared.slots.giveBack(slot);
+        }
+
+        Slots.Slot first = shared.slots.borrowFully();
+        assertTrue(doubtful.contains(first));
+        CuratorEvent reply =
+                shared.slots.send(first, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
+        assertFalse(shared.slots.outcome(first, reply, path).landed());
+
+        Slots.Slot next = shared.slots.borrowFully();
+        assertFalse(doubtful.contains(next), "the others kept after the same outage went too, costing no attempt");
+        assertTrue(shared.slots.commit(next, oneItem(shared, "x"), path).landed());
+        assertEquals(1, items(client, path));
+    }
+
+    @Test
     void replayOfATransactionThatLandedIsRecognisedAndNotApplied() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-replay");
         CuratorFramework client = zk.newClient();
