@@ -669,6 +669,13 @@ public final class ClientContext {
                     connected = true;
                     ready = onConnected;
                     onConnected = new ArrayList<>();
+                    if (event == SessionEvent.NEW_SESSION && session != 0) {
+                        // A session never comes back: a lease of an older one is lost, even if no LOST told of it
+                        // (Curator tells of no second loss while it still reports the first).
+                        long now = session;
+                        lost = leases.stream().filter(l -> l.session() != now).toList();
+                        lost.forEach(l -> l.moveTo(LeaseState.LOST));
+                    }
                     // Not state(): a close noticed there would fail attempts under this lock, which grants take
                     // after their own.
                     toConfirm = leases.stream()
