@@ -36,8 +36,10 @@ public final class ThreadBoundLock implements DistributedLock {
     // The leases whose end this lock listens for, once each: a write lease that a thread downgrades again and again
     // while it holds it gets one listener, not one per downgrade.
     private final Set<Lease> listened = ConcurrentHashMap.newKeySet();
-    private ThreadBoundLock readPartner; // set on a write lock
-    private ThreadBoundLock writePartner; // set on a read lock
+    // Set once, by pair(); volatile so that a lock handed to another thread without other synchronisation still
+    // knows its partner (else a read under a write would queue behind the thread's own write node for ever).
+    private volatile ThreadBoundLock readPartner; // set on a write lock
+    private volatile ThreadBoundLock writePartner; // set on a read lock
 
     /** One thread's side of the lock; only that thread touches it, so it needs no synchronisation. */
     private static final class Holder {
