@@ -13,6 +13,7 @@ import io.coord.testkit.Background;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -90,7 +91,7 @@ class QueueFaultTest {
 
         private static PutInFlight start(String path, Function<CuratorFramework, DistributedQueue<String>> build)
                 throws Exception {
-            ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+            ZooKeeperProxy proxy = firstServersProxy();
             CuratorFramework client = zk.newOutageProofClient(proxy);
             CuratorFramework admin = zk.newClient();
             DistributedQueue<String> queue = build.apply(client);
@@ -116,7 +117,7 @@ class QueueFaultTest {
     @Test
     void aDrainWhoseLaterRoundCannotTellIfItLandedReturnsWhatItTookAndItsNextCallFails() throws Exception {
         String path = ZooKeeperFixture.uniquePath("drain-in-doubt");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newOutageProofClient(proxy);
         CuratorFramework admin = zk.newClient();
         List<String> items = new ArrayList<>();
@@ -186,7 +187,7 @@ class QueueFaultTest {
     @Test
     void untimedCallsWhoseReadIsCutOffByAnOutageFailAtOnceAndTakeNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("read-cut-off");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newOutageProofClient(proxy);
         DistributedQueue<String> queue = queue(client, path);
         // Items too big to be read ahead: each poll reads its item's data when it takes the name.
@@ -209,16 +210,14 @@ class QueueFaultTest {
         }
         assertEquals(items.get(1), queue.poll(), "the polls cut off took nothing");
         assertEquals(items.get(2), queue.poll());
-        client.close();
-        proxy.close();
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+        closeAndAssertDrained(client, proxy, path);
     }
 
     @Test
     void anUntimedPollWhoseNewWriteSlotIsCutOffByAnOutageFailsOnceCuratorGivesUpAndTakesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-cut-off");
         putFromAClientSinceClosed(path, "a");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newClientRetryingOnce(proxy);
         // The poll's children read answered: the create of its first write slot goes out next, and is lost.
         AtomicBoolean listed = onFirst(client, "GetChildren", () -> proxy.loseReplies(true));
@@ -231,15 +230,13 @@ class QueueFaultTest {
         reconnect(proxy, client);
         assertEquals("a", queue.poll(), "the poll cut off took nothing");
         assertOneSlotLeft(path);
-        client.close();
-        proxy.close();
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+        closeAndAssertDrained(client, proxy, path);
     }
 
     @Test
     void aTimedOfferWhoseQueueParentsAreCutOffByAnOutageWaitsForTheConnectionAndWrites() throws Exception {
         String path = ZooKeeperFixture.uniquePath("parents-cut-off");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newClientRetryingOnce(proxy);
         // The count finds no queue: the creates of its parents go out next, onto a connection cut off.
         AtomicBoolean cut = cutOffAfter(client, proxy, "Exists");
@@ -251,9 +248,7 @@ class QueueFaultTest {
         reconnect(proxy, client);
         assertTrue(offered.get(30, TimeUnit.SECONDS));
         assertEquals(List.of("a"), drain(queue));
-        client.close();
-        proxy.close();
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+        closeAndAssertDrained(client, proxy, path);
     }
 
     @Test
@@ -262,7 +257,7 @@ class QueueFaultTest {
         CuratorFramework admin = zk.newClient();
         queue(admin, path).offer("a");
         admin.delete().forPath(path + "/claims"); // the removal's claim create fails, and the parents are made again
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newClientRetryingOnce(proxy);
         AtomicBoolean cut = cutOffAfter(client, proxy, "CuratorMultiTransaction");
         DistributedQueue<String> queue = queue(client, path);
@@ -272,16 +267,14 @@ class QueueFaultTest {
         assertFalse(polled.isDone(), "the poll waits for the connection");
         reconnect(proxy, client);
         assertEquals("a", polled.get(30, TimeUnit.SECONDS));
-        client.close();
-        proxy.close();
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+        closeAndAssertDrained(client, proxy, path);
     }
 
     @Test
     void aWriteSlotWhoseCreateWasInDoubtAndIsGoneIsForgottenWithoutTakingTheQueueForReset() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-in-doubt-gone");
         putFromAClientSinceClosed(path, "x");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newClientRetryingOnce(proxy);
         DistributedQueue<String> queue = queue(client, path);
         assertEquals(1, queue.size()); // the count is known
@@ -304,9 +297,7 @@ class QueueFaultTest {
         assertTrue(queue.offer("b"));
         assertEquals(0, requests.count(path, "Exists"), () -> "not counted again: " + requests.names(path));
         assertEquals(List.of("x", "b"), drain(queue));
-        client.close();
-        proxy.close();
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+        closeAndAssertDrained(client, proxy, path);
     }
 
     /** Cuts the client behind {@code proxy} off, refusing it, once it has traced its first request named so. */
@@ -351,7 +342,7 @@ class QueueFaultTest {
     void anUntimedOfferWhoseNewWriteSlotIsCutOffByAnOutageFailsOnceCuratorGivesUpAndWritesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("offer-slot-cut-off");
         putFromAClientSinceClosed(path, "x");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newClientRetryingOnce(proxy);
         DistributedQueue<String> queue = queue(client, path);
         assertEquals(1, queue.size()); // the count is known: the offer goes out in a shared transaction
@@ -366,6 +357,17 @@ class QueueFaultTest {
         assertTrue(queue.offer("b"));
         assertOneSlotLeft(path);
         assertEquals(List.of("x", "b"), drain(queue(zk.newClient(), path)), "the offer cut off wrote nothing");
+        closeAndAssertDrained(client, proxy, path);
+    }
+
+    /** A proxy in front of the ensemble's first server, for the client of a test to be cut off through. */
+    private static ZooKeeperProxy firstServersProxy() throws IOException {
+        return zk.ensemble().proxy(zk.ensemble().servers().get(0));
+    }
+
+    /** Closes the client and its proxy, then checks that the queue was drained and nothing of it leaked. */
+    private static void closeAndAssertDrained(CuratorFramework client, ZooKeeperProxy proxy, String path)
+            throws Exception {
         client.close();
         proxy.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
@@ -458,7 +460,7 @@ class QueueFaultTest {
     @Test
     void aReleaseThatCannotTellIfItLandedLooksAtTheClaimSoTheItemIsNotHiddenFromItsOwnClient() throws Exception {
         String path = ZooKeeperFixture.uniquePath("release-in-doubt");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newOutageProofClient(proxy);
         CuratorFramework admin = zk.newClient();
         DistributedQueue<String> consumer = queue(client, path);
@@ -480,7 +482,7 @@ class QueueFaultTest {
     @Test
     void aWriteWhoseSlotIsDeletedWhileItsReplyIsLostFailsRatherThanWritingTwice() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-deleted-in-doubt");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newOutageProofClient(proxy);
         DistributedQueue<String> producer = queue(client, path);
         producer.offer("warm-up"); // the slot is made, and the count known
@@ -605,7 +607,7 @@ class QueueFaultTest {
     @Test
     void aTimedClaimWhoseSessionMarkerCannotBeMadeGivesUpAtItsDeadlineAndLeavesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("claim-marker-deadline");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         DistributedQueue<String> consumer =
                 queue(zk.newCustomClient(builder -> builder.connectString(proxy.connectString())), path);
         queue(zk.newClient(), path).putAll(List.of("a", "b", "c"));
@@ -866,7 +868,7 @@ class QueueFaultTest {
     @Test
     void aPutInterruptedWhileItsSharedTransactionStillGathersLeavesItAndWritesNothing() throws Exception {
         String path = ZooKeeperFixture.uniquePath("put-interrupted");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         DistributedQueue<String> producer =
                 queue(zk.newCustomClient(builder -> builder.connectString(proxy.connectString())), path);
         producer.put("first"); // the count is known from here: later puts share transactions
@@ -1043,7 +1045,7 @@ class QueueFaultTest {
     @Test
     void aWatchRemovalWhoseAnswerIsLostIsSentAgainOnceConnected() throws Exception {
         String path = ZooKeeperFixture.uniquePath("watch-removal-lost");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         // Without Curator's retries, the removal's lost answer comes back in doubt at once.
         CuratorFramework client = zk.newCustomClient(
                 builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
@@ -1089,7 +1091,7 @@ class QueueFaultTest {
     @Test
     void aWaiterThatComesWhileAWatchRemovalIsUnansweredStillHearsOfItems() throws Exception {
         String path = ZooKeeperFixture.uniquePath("watch-removal-then-add");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ZooKeeperProxy proxy = firstServersProxy();
         // Curator sends each request again on its own after a lost connection. With backoff, a later request can go
         // first: here the first request to be retried waits longest.
         AtomicBoolean firstRetry = new AtomicBoolean(true);

@@ -98,18 +98,14 @@ class SlotsTest {
         assertThrows(Slots.WriteInDoubt.class, () -> shared.slots.outcome(known, reply, path));
 
         // A slot kept after a create in doubt may have been made, and a first send of it landed, before it went.
-        Slots.Slot doubtful = shared.slots.borrowFully();
-        client.delete().forPath(doubtful.path);
-        doubtful.maybeMissing = true;
+        Slots.Slot doubtful = doubtfulAndGone(shared, client);
         CuratorEvent again =
                 shared.slots.send(doubtful, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
         doubtful.sentInEpoch--;
         assertThrows(Slots.WriteInDoubt.class, () -> shared.slots.outcome(doubtful, again, path));
 
         // With no connection news, it was sent once, and found missing: nothing landed.
-        Slots.Slot missing = shared.slots.borrowFully();
-        client.delete().forPath(missing.path);
-        missing.maybeMissing = true;
+        Slots.Slot missing = doubtfulAndGone(shared, client);
         CuratorEvent once =
                 shared.slots.send(missing, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
         Slots.Outcome outcome = shared.slots.outcome(missing, once, path);
@@ -122,13 +118,9 @@ class SlotsTest {
         String path = ZooKeeperFixture.uniquePath("slots-in-doubt");
         CuratorFramework client = zk.newClient();
         SharedQueue shared = shared(client, path);
-        List<Slots.Slot> doubtful =
-                List.of(shared.slots.borrowFully(), shared.slots.borrowFully(), shared.slots.borrowFully());
-        for (Slots.Slot slot : doubtful) {
-            client.delete().forPath(slot.path); // as if its create never landed
-            slot.maybeMissing = true;
-            shared.slots.giveBack(slot);
-        }
+        List<Slots.Slot> doubtful = List.of(
+                doubtfulAndGone(shared, client), doubtfulAndGone(shared, client), doubtfulAndGone(shared, client));
+        doubtful.forEach(shared.slots::giveBack);
 
         Slots.Slot first = shared.slots.borrowFully();
         assertTrue(doubtful.contains(first));
@@ -140,6 +132,14 @@ class SlotsTest {
         assertFalse(doubtful.contains(next), "the others kept after the same outage went too, costing no attempt");
         assertTrue(shared.slots.commit(next, oneItem(shared, "x"), path).landed());
         assertEquals(1, items(client, path));
+    }
+
+    /** A new slot kept as after a create in doubt, and deleted, as if that create never landed. */
+    private static Slots.Slot doubtfulAndGone(SharedQueue shared, CuratorFramework client) throws Exception {
+        Slots.Slot slot = shared.slots.borrowFully();
+        client.delete().forPath(slot.path);
+        slot.maybeMissing = true;
+        return slot;
     }
 
     @Test
