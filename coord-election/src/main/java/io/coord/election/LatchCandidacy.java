@@ -155,7 +155,10 @@ final class LatchCandidacy {
         }
         term = lease;
         return () -> {
-            lease.addStateListener(state -> termChanged(lease, state), events);
+            // Not an ordinary listener: the user's listeners on the term share its queue, and one that blocks there
+            // (waiting for the latch, say) would hold back the latch's own step down. Moves come from whichever
+            // thread makes them, so each is handed to the latch's queue, which reads the state the lease is in then.
+            engine.onEveryState(lease, state -> events.execute(() -> termChanged(lease, lease.state())));
             // A term ends when its node goes, whoever deletes it. A term granted without the client's view has
             // nothing that hears the deletion but a holder that opted in to revocation: opting in watches the node.
             lease.onRevocationRequested(() -> {}, Runnable::run);
@@ -164,7 +167,11 @@ final class LatchCandidacy {
         };
     }
 
-    /** Follows the term's lease. Runs on {@link #events}, so states arrive in the order the lease took them. */
+    /**
+     * Follows the term's lease. Runs on {@link #events} with the lease's state at that moment, so a later move is
+     * never undone by an earlier one handed over after it; moves there and back in between are not seen, as
+     * {@link #leading()} reads the lease itself.
+     */
     private void termChanged(Lease lease, LeaseState state) {
         boolean rejoin = false;
         lock.lock();

@@ -198,6 +198,45 @@ class SessionErrorPolicyTest {
         }
     }
 
+    @Test
+    void latchStepsDownWhenTheSessionIsLostEvenWhileAListenerOnItsTermBlocks() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("latch-blocked-listener");
+        CuratorFramework client = sessionPolicyClient();
+        CountDownLatch listenerMayReturn = new CountDownLatch(1);
+        try {
+            LeaderLatch latch = new LeaderLatch(client, path, "only");
+            List<String> heard = new CopyOnWriteArrayList<>();
+            latch.addListener(LeaderLatchTest.recorder("latch", heard), Runnable::run);
+            latch.start();
+            assertTrue(latch.await(Duration.ofSeconds(10)));
+            Lease lost = latch.term().orElseThrow();
+            // On the lease's own thread, a listener that waits for something the outage holds up.
+            lost.addStateListener(
+                    state -> {
+                        if (state == LeaseState.SUSPECT) {
+                            awaitUninterruptibly(listenerMayReturn);
+                        }
+                    },
+                    Runnable::run);
+
+            zk.stopServer(); // SUSPECT, which this policy leads through; LOST once the client gives the session up
+            await().atMost(Duration.ofSeconds(20)).until(() -> lost.state() == LeaseState.LOST);
+            await().atMost(Duration.ofSeconds(10)).until(() -> heard.contains("latch notLeader"));
+            assertEquals(1, listenerMayReturn.getCount());
+            listenerMayReturn.countDown();
+            zk.restartServer();
+
+            // It queues again on the new session and leads with a later term.
+            assertTrue(latch.await(Duration.ofSeconds(20)));
+            assertTrue(latch.term().orElseThrow().fencingToken() > lost.fencingToken());
+            latch.close();
+            zk.assertNoLeaks(path);
+        } finally {
+            listenerMayReturn.countDown();
+            client.close();
+        }
+    }
+
     private static void awaitUninterruptibly(CountDownLatch latch) {
         boolean interrupted = false;
         while (true) {
