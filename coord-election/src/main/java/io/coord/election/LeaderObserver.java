@@ -1,5 +1,6 @@
 package io.coord.election;
 
+import io.coord.core.CoordinationException;
 import io.coord.core.Participant;
 import io.coord.core.SequenceNode;
 import io.coord.core.internal.Arguments;
@@ -80,7 +81,12 @@ public final class LeaderObserver implements AutoCloseable {
         this.watches = ChildrenWatches.of(context);
     }
 
-    /** Starts watching. Once only; the client must have been started. */
+    /**
+     * Starts watching. Once only; the client must have been started.
+     *
+     * @throws IllegalStateException if started before, or if the client was never started
+     * @throws CoordinationException if the client is closed
+     */
     public void start() {
         lock.lock();
         try {
@@ -89,6 +95,9 @@ public final class LeaderObserver implements AutoCloseable {
             }
             if (client.getState() == CuratorFrameworkState.LATENT) {
                 throw new IllegalStateException("the client must be started before observing " + path);
+            }
+            if (client.getState() == CuratorFrameworkState.STOPPED) {
+                throw new CoordinationException("the client is closed: cannot observe " + path);
             }
             phase = Phase.STARTED;
         } finally {

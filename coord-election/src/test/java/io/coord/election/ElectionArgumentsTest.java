@@ -2,10 +2,12 @@ package io.coord.election;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.CoordinationException;
 import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
@@ -170,6 +172,31 @@ class ElectionArgumentsTest {
                 IllegalStateException.class,
                 "the client must be started before observing /e/observer",
                 observer::start);
+    }
+
+    @Test
+    void startOnAClosedClientFailsAndLeavesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-client");
+        CuratorFramework client = zk.newClient();
+        client.close();
+        LeaderLatch latch = new LeaderLatch(client, path + "/latch", "id");
+        LeaderSelector selector = new LeaderSelector(client, path + "/selector", "id", IDLE);
+        LeaderObserver observer = new LeaderObserver(client, path + "/observer");
+        assertMessage(
+                CoordinationException.class,
+                "the client was closed while waiting for " + path + "/latch",
+                latch::start);
+        assertMessage(
+                CoordinationException.class,
+                "the client was closed while waiting for " + path + "/selector",
+                selector::start);
+        assertMessage(
+                CoordinationException.class,
+                "the client is closed: cannot observe " + path + "/observer",
+                observer::start);
+        assertFalse(observer.leader().isPresent());
+        observer.close();
+        zk.assertNoLeaks(path);
     }
 
     private static void assertStartRefused(Executable start) {
