@@ -266,10 +266,13 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
                             candidate.onRevoked(context);
                         } catch (RuntimeException e) {
                             log.warn("{}: the candidate's onRevoked failed", CoordLeaderInitiator.this, e);
+                        } finally {
+                            // Even after an Error: whoever heard of the grant must hear that it ended.
+                            if (granted) {
+                                publish(p ->
+                                        p.publishOnRevoked(CoordLeaderInitiator.this, context, candidate.getRole()));
+                            }
                         }
-                    }
-                    if (granted) {
-                        publish(p -> p.publishOnRevoked(CoordLeaderInitiator.this, context, candidate.getRole()));
                     }
                 } finally {
                     // Even after an Error from the candidate: stop() waits for the term's end.

@@ -185,6 +185,33 @@ class CoordLeaderInitiatorTest {
     }
 
     @Test
+    void theRevocationIsPublishedEvenWhenTheCandidatesOnRevokedThrowsAnError() throws Exception {
+        DefaultCandidate failing = new DefaultCandidate("e", "billing") {
+            @Override
+            public void onGranted(Context context) {
+                events.add("e granted");
+            }
+
+            @Override
+            public void onRevoked(Context context) {
+                events.add("e revoked");
+                throw new AssertionError("cleanup failed");
+            }
+        };
+        CoordLeaderInitiator initiator = start(zk.newClient(), failing);
+        await().until(() -> initiator.getContext().isLeader());
+
+        initiator.getContext().yield();
+
+        // The Error goes on to the selector's thread, where Awaitility would take it for the test's own failure.
+        await().dontCatchUncaughtExceptions().until(() -> events.contains("event revoked billing"));
+        assertThat(events.subList(0, 4))
+                .containsExactly("e granted", "event granted billing", "e revoked", "event revoked billing");
+        initiator.stop();
+        zk.assertNoLeaksUnder("/leaders/billing");
+    }
+
+    @Test
     void leadershipMovesWhenTheLeadersSessionExpires() throws Exception {
         CuratorFramework leaderClient = zk.newClient();
         CoordLeaderInitiator first = start(leaderClient, new Recorder("a"));
