@@ -46,10 +46,13 @@ public class CoordProperties implements InitializingBean {
         /** A path prefix for everything the client does, without the leading slash (Curator's namespace). */
         private String namespace;
 
-        /** Retries of an operation that failed on a lost connection, with exponential backoff. */
+        /** Retries of an operation that failed on a lost connection, with exponential backoff: 0 to 29. */
         private int maxRetries = 5;
 
-        /** The first backoff between retries; it doubles with each retry. */
+        /**
+         * The unit of the backoff between retries: retry n (from 0) sleeps this times a random number from 1 to
+         * 2^(n+1) - 1, at most max-sleep.
+         */
         private Duration baseSleep = Duration.ofMillis(100);
 
         /** The longest backoff between retries. */

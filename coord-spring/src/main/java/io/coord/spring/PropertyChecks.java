@@ -10,6 +10,7 @@ import org.apache.zookeeper.common.PathUtils;
  */
 final class PropertyChecks {
     private static final Duration MAX_MILLIS = Duration.ofMillis(Integer.MAX_VALUE);
+    private static final int MAX_RETRIES = 29;
 
     private PropertyChecks() {}
 
@@ -22,9 +23,14 @@ final class PropertyChecks {
         millis("coord.zookeeper.connection-timeout", zk.getConnectionTimeout());
         millis("coord.zookeeper.base-sleep", zk.getBaseSleep());
         millis("coord.zookeeper.max-sleep", zk.getMaxSleep());
-        if (zk.getMaxRetries() < 0) {
-            throw new IllegalArgumentException(
-                    "coord.zookeeper.max-retries must not be negative: " + zk.getMaxRetries());
+        if (zk.getBaseSleep().compareTo(zk.getMaxSleep()) > 0) {
+            throw new IllegalArgumentException("coord.zookeeper.base-sleep (" + zk.getBaseSleep()
+                    + ") must not be longer than coord.zookeeper.max-sleep (" + zk.getMaxSleep() + ")");
+        }
+        if (zk.getMaxRetries() < 0 || zk.getMaxRetries() > MAX_RETRIES) {
+            // Curator's exponential backoff would take a larger count as 29, saying so only in its log.
+            throw new IllegalArgumentException("coord.zookeeper.max-retries must be from 0 to " + MAX_RETRIES
+                    + " (Curator's exponential backoff allows no more): " + zk.getMaxRetries());
         }
         if (zk.getNamespace() != null) {
             namespace(zk.getNamespace());

@@ -205,7 +205,17 @@ class CoordAutoConfigurationTest {
         assertFailsWith(
                 "coord.zookeeper.base-sleep" + millis + "PT2400000H", ensemble, "coord.zookeeper.base-sleep=100000d");
         assertFailsWith(
-                "coord.zookeeper.max-retries must not be negative: -1", ensemble, "coord.zookeeper.max-retries=-1");
+                "coord.zookeeper.max-retries must be from 0 to 29 (Curator's exponential backoff allows no more): -1",
+                ensemble,
+                "coord.zookeeper.max-retries=-1");
+        assertFailsWith(
+                "coord.zookeeper.max-retries must be from 0 to 29 (Curator's exponential backoff allows no more): 30",
+                ensemble,
+                "coord.zookeeper.max-retries=30");
+        assertFailsWith(
+                "coord.zookeeper.base-sleep (PT10S) must not be longer than coord.zookeeper.max-sleep (PT5S)",
+                ensemble,
+                "coord.zookeeper.base-sleep=10s");
         assertFailsWith(
                 "coord.zookeeper.connect-string: '' names no server; give host:port[,host:port...]",
                 "coord.zookeeper.connect-string=");
