@@ -20,6 +20,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
@@ -142,6 +143,7 @@ class ViewFaultTest {
     void aViewWhoseWatchAddIsAnsweredOnTheOldHandleAfterTheNextSessionBeganWatchesOnTheNewOne() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-late-add");
         CuratorFramework client = zk.newClient();
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1)); // the view outlives every use below
         ReentrantMutex mutex = new ReentrantMutex(client, path);
         mutex.acquire(); // counts the path: the next acquisition makes a view
         mutex.release();
@@ -150,9 +152,11 @@ class ViewFaultTest {
         // then a new handle, and session, replaces it (what a changed connection string does).
         CountDownLatch busy = new CountDownLatch(1);
         CountDownLatch mayGoOn = new CountDownLatch(1);
+        AtomicReference<Thread> oldEventThread = new AtomicReference<>();
         String blocker = path + "-blocker";
         client.checkExists()
                 .usingWatcher((Watcher) event -> {
+                    oldEventThread.set(Thread.currentThread());
                     busy.countDown();
                     awaitQuietly(mayGoOn);
                 })
@@ -175,7 +179,54 @@ class ViewFaultTest {
         await().until(() -> mutex.participants().size() == 2);
         lease.close();
         waiting.get(10, TimeUnit.SECONDS).close();
+
+        // The old handle's close, the last it delivers, speaks of a session that is over: the view goes on serving
+        // the one that followed.
+        await().until(() -> !oldEventThread.get().isAlive());
+        mutex.acquireAsync().get(10, TimeUnit.SECONDS).close();
         other.delete().forPath(blocker);
+        client.close(); // its view lingers on
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aHolderWhoseNodeIsDeletedWhileTheViewsWatchIsOffLosesItsLease() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-unheard-delete");
+        CuratorFramework client = zk.newClient();
+        CuratorFramework admin = zk.newClient();
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        MutexRequestCountTest.primeView(mutex);
+        Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<Lease> pending = new ReentrantMutex(client, path).acquireAsync();
+        await().until(() -> mutex.participants().size() == 2);
+
+        // While the client's event thread is busy, another user of its connection removes the view's watch, and the
+        // holder's node is deleted: no event can tell the view of it, only the read behind the watch's new add.
+        CountDownLatch busy = new CountDownLatch(1);
+        CountDownLatch mayGoOn = new CountDownLatch(1);
+        String blocker = path + "-blocker";
+        client.checkExists()
+                .usingWatcher((Watcher) event -> {
+                    busy.countDown();
+                    awaitQuietly(mayGoOn);
+                })
+                .forPath(blocker);
+        admin.create().forPath(blocker);
+        assertTrue(busy.await(10, TimeUnit.SECONDS));
+        client.watchers()
+                .removeAll()
+                .ofType(Watcher.WatcherType.PersistentRecursive)
+                .forPath(path);
+        admin.delete().forPath(held.path());
+        mayGoOn.countDown();
+
+        await().atMost(Duration.ofSeconds(10)).until(() -> held.state() == LeaseState.LOST);
+        Lease next = pending.get(10, TimeUnit.SECONDS);
+        assertTrue(next.isValid());
+        next.close();
+        admin.delete().forPath(blocker);
+        client.close(); // its view lingers on
         zk.assertNoLeaks(path);
     }
 

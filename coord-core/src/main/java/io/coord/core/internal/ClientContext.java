@@ -526,6 +526,30 @@ public final class ClientContext {
     }
 
     /**
+     * Whether the end of a session that a handle's event thread tells of now is an older handle's: the client's current
+     * handle is alive, on a session this context has heard connect. Curator replaces a handle, and connects the next,
+     * without waiting for the old one's event thread, which a watcher may hold up, to deliver its close.
+     */
+    public boolean endIsOfAnOlderHandle() {
+        long current;
+        try {
+            ZooKeeper handle = client.getZookeeperClient().getZooKeeper();
+            if (!handle.getState().isAlive()) {
+                return false;
+            }
+            current = handle.getSessionId();
+        } catch (Exception e) {
+            return false; // no handle, or Curator holds a background error for it
+        }
+        stateLock.lock();
+        try {
+            return current != 0 && session == current;
+        } finally {
+            stateLock.unlock();
+        }
+    }
+
+    /**
      * Deletes a znode of ours, retried by Curator across connection loss until it succeeds or the session ends. The
      * future completes when the first answer comes, whatever it says, and at once if the client is closed.
      */

@@ -640,6 +640,7 @@ final class PathView {
 
     private void becomeLive(List<Runnable> todo) {
         herd.read(nodes);
+        missedDeletions(todo);
         live = true;
         if (!checkCrowd(todo)) {
             return;
@@ -647,6 +648,20 @@ final class PathView {
         confirmListened(todo);
         List<Member> told = List.copyOf(members);
         todo.add(() -> told.forEach(Member::viewRead));
+    }
+
+    /**
+     * Tells the listeners of a node that a read replacing the view no longer lists that it is gone: it was deleted
+     * while no event could say so (the watch off, or the connection down). Nobody listens to a node created after a
+     * reply this client has had (a holder to its own, a waiter to those before its own), and no server it reads from
+     * can be behind such a reply, so a node missing from the read was deleted.
+     */
+    private void missedDeletions(List<Runnable> todo) {
+        for (String name : List.copyOf(listeners.listened())) {
+            SequenceNode.parse(name)
+                    .filter(node -> !nodes.contains(node))
+                    .ifPresent(gone -> listeners.deleted(gone, todo));
+        }
     }
 
     /** False, and unusable, if the path holds more nodes of other sessions than the bound. */
@@ -745,6 +760,11 @@ final class PathView {
     // ---- events ----
 
     private void watched(int gen, WatchedEvent event) {
+        // Asked before the view's lock is taken: the context answers under its own.
+        boolean olderHandle = event.getType() == EventType.None
+                && (event.getState() == Watcher.Event.KeeperState.Expired
+                        || event.getState() == Watcher.Event.KeeperState.Closed)
+                && context.endIsOfAnOlderHandle();
         act(todo -> {
             log.trace("{}: event {} of generation {}", this, event, gen);
             if (gen != generation) {
@@ -752,7 +772,7 @@ final class PathView {
             }
             EventType type = event.getType();
             if (type == EventType.None) {
-                connectionChanged(event.getState(), todo);
+                connectionChanged(event.getState(), olderHandle, todo);
             } else if (type == EventType.NodeCreated || type == EventType.NodeDeleted) {
                 String changed = event.getPath();
                 if (path.equals(changed)) {
@@ -781,10 +801,15 @@ final class PathView {
      * any more, so nothing counts until the watch is added again and read behind; an unwanted view retires instead.
      */
     private void watchRemoved(List<Runnable> todo) {
+        watchGone("its watch was removed by another", todo);
+    }
+
+    /** The watch is no longer on the server, though the session goes on: it is added again if the view is wanted. */
+    private void watchGone(String why, List<Runnable> todo) {
         if (watch != WatchState.SET) {
             return;
         }
-        log.debug("{}: its watch was removed by another", this);
+        log.debug("{}: {}", this, why);
         watch = WatchState.NONE;
         live = false;
         generation++; // nothing more of the removed watcher counts
@@ -795,7 +820,7 @@ final class PathView {
         }
     }
 
-    private void connectionChanged(Watcher.Event.KeeperState state, List<Runnable> todo) {
+    private void connectionChanged(Watcher.Event.KeeperState state, boolean olderHandle, List<Runnable> todo) {
         switch (state) {
             case SyncConnected -> {
                 // Same session: the client set the watch again before any request of ours. Events of the gap are
@@ -806,6 +831,12 @@ final class PathView {
             }
             case Expired, Closed -> {
                 live = false;
+                if (olderHandle) {
+                    // The watch was on a handle that Curator has replaced, its add answered there after the next
+                    // session began (and taken for that session's): the session this view serves goes on.
+                    watchGone("its watch went with an older handle", todo);
+                    return;
+                }
                 sessionEnded = true;
                 if (watch != WatchState.DROPPING) {
                     watch = WatchState.NONE; // the session's end takes the watch; the next session adds it again
