@@ -46,11 +46,8 @@ class SessionErrorPolicyTest {
         String path = ZooKeeperFixture.uniquePath("latch-suspended");
         CuratorFramework client = outageProofSessionPolicyClient();
         try {
-            LeaderLatch latch = new LeaderLatch(client, path, "only");
             List<String> heard = new CopyOnWriteArrayList<>();
-            latch.addListener(LeaderLatchTest.recorder("latch", heard), Runnable::run);
-            latch.start();
-            assertTrue(latch.await(Duration.ofSeconds(10)));
+            LeaderLatch latch = leadingLatch(client, path, heard);
             Lease term = latch.term().orElseThrow();
 
             // Shorter than the session: the server keeps the session and its znode.
@@ -79,11 +76,8 @@ class SessionErrorPolicyTest {
         String path = ZooKeeperFixture.uniquePath("latch-lost");
         CuratorFramework client = sessionPolicyClient();
         try {
-            LeaderLatch latch = new LeaderLatch(client, path, "only");
             List<String> heard = new CopyOnWriteArrayList<>();
-            latch.addListener(LeaderLatchTest.recorder("latch", heard), Runnable::run);
-            latch.start();
-            assertTrue(latch.await(Duration.ofSeconds(10)));
+            LeaderLatch latch = leadingLatch(client, path, heard);
             Lease lost = latch.term().orElseThrow();
 
             zk.expireSession(client);
@@ -169,14 +163,7 @@ class SessionErrorPolicyTest {
                     client,
                     path,
                     term -> {
-                        // On the lease's own thread, a listener that waits for something the outage holds up.
-                        term.addStateListener(
-                                state -> {
-                                    if (state == LeaseState.SUSPECT) {
-                                        awaitUninterruptibly(listenerMayReturn);
-                                    }
-                                },
-                                Runnable::run);
+                        blockOnSuspect(term, listenerMayReturn);
                         granted.complete(term);
                     },
                     interrupted);
@@ -204,20 +191,10 @@ class SessionErrorPolicyTest {
         CuratorFramework client = sessionPolicyClient();
         CountDownLatch listenerMayReturn = new CountDownLatch(1);
         try {
-            LeaderLatch latch = new LeaderLatch(client, path, "only");
             List<String> heard = new CopyOnWriteArrayList<>();
-            latch.addListener(LeaderLatchTest.recorder("latch", heard), Runnable::run);
-            latch.start();
-            assertTrue(latch.await(Duration.ofSeconds(10)));
+            LeaderLatch latch = leadingLatch(client, path, heard);
             Lease lost = latch.term().orElseThrow();
-            // On the lease's own thread, a listener that waits for something the outage holds up.
-            lost.addStateListener(
-                    state -> {
-                        if (state == LeaseState.SUSPECT) {
-                            awaitUninterruptibly(listenerMayReturn);
-                        }
-                    },
-                    Runnable::run);
+            blockOnSuspect(lost, listenerMayReturn);
 
             zk.stopServer(); // SUSPECT, which this policy leads through; LOST once the client gives the session up
             await().atMost(Duration.ofSeconds(20)).until(() -> lost.state() == LeaseState.LOST);
@@ -235,6 +212,27 @@ class SessionErrorPolicyTest {
             listenerMayReturn.countDown();
             client.close();
         }
+    }
+
+    /** A started latch, leading alone at {@code path}, whose listener records into {@code heard}. */
+    private static LeaderLatch leadingLatch(CuratorFramework client, String path, List<String> heard)
+            throws InterruptedException {
+        LeaderLatch latch = new LeaderLatch(client, path, "only");
+        latch.addListener(LeaderLatchTest.recorder("latch", heard), Runnable::run);
+        latch.start();
+        assertTrue(latch.await(Duration.ofSeconds(10)));
+        return latch;
+    }
+
+    /** On the term's own thread, a listener that waits for {@code mayReturn} once the term turns SUSPECT. */
+    private static void blockOnSuspect(Lease term, CountDownLatch mayReturn) {
+        term.addStateListener(
+                state -> {
+                    if (state == LeaseState.SUSPECT) {
+                        awaitUninterruptibly(mayReturn);
+                    }
+                },
+                Runnable::run);
     }
 
     private static void awaitUninterruptibly(CountDownLatch latch) {
