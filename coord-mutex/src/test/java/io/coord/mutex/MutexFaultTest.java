@@ -506,6 +506,31 @@ class MutexFaultTest {
     }
 
     @Test
+    void aNewSessionWithoutAnExpiryRequeuesAWaiterBehindAnotherClientsHold() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("new-session-waiter");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        // The waiter's client has not counted the path yet, so it waits on a watch of the holder's node, in either
+        // mode.
+        CuratorFramework waiterClient = zk.newClient();
+        CompletableFuture<Lease> waiting = new ReentrantMutex(waiterClient, path).acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        String oldNode = holder.participants().get(1).nodeName();
+
+        // A new handle, so a new session, with no expiry in between: the waiter's node and its watch go with the old.
+        waiterClient.getZookeeperClient().reset();
+        await("the waiter queued again on its new session")
+                .until(() -> holder.participants().size() == 2
+                        && !holder.participants().get(1).nodeName().equals(oldNode));
+        held.close();
+
+        Lease granted = waiting.get(20, TimeUnit.SECONDS);
+        assertTrue(granted.isValid());
+        granted.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void leaseHeldByAClosedClientIsLost() throws Exception {
         String path = ZooKeeperFixture.uniquePath("closed-holder");
         CuratorFramework client = zk.newClient();
