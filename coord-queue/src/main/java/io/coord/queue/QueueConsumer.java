@@ -127,9 +127,10 @@ final class QueueConsumer<T> {
             while (taken.size() < max) {
                 CompletableFuture<Void> seen = items.signal();
                 // Before a name is taken: a write sent while disconnected would be waited for past the deadline. A
-                // call that never waits answers at once while disconnected, from its first round on.
-                if (deadline.allowsWaiting()
-                        ? taken.isEmpty() && !queue.context.awaitConnected(deadline)
+                // call that never waits answers at once while disconnected, from its first round on, and so does one
+                // that has taken items: it moves what it has rather than wait for more.
+                if (deadline.allowsWaiting() && taken.isEmpty()
+                        ? !queue.context.awaitConnected(deadline)
                         : queue.started() && !queue.context.isConnected()) {
                     return taken;
                 }
@@ -253,11 +254,13 @@ final class QueueConsumer<T> {
             throws InterruptedException {
         NameCache cache = queue.items.names();
         Slots.Slot slot = null;
-        List<byte[]> stored;
+        Stored stored;
         long readAt = cache.epoch(); // before anything read ahead is taken
+        // A call that has taken items ends with them rather than wait for a lost connection.
+        boolean waitsForConnection = deadline.waitsForConnection() && taken.isEmpty();
         try {
             slot = queue.slots.borrow(deadline);
-            stored = read(names, deadline);
+            stored = read(names, deadline, waitsForConnection);
         } catch (TimeoutException e) {
             abandon(names, slot);
             return false;
@@ -275,17 +278,17 @@ final class QueueConsumer<T> {
         List<T> decoded = new ArrayList<>();
         for (int i = 0; i < names.size(); i++) {
             String name = names.get(i);
-            byte[] one = stored.get(i);
-            if (one == null) {
-                cache.gone(name);
-                continue;
-            }
             try {
+                byte[] one = stored.of(i);
+                if (one == null) {
+                    cache.gone(name);
+                    continue;
+                }
                 decoded.add(decode(name, one));
                 present.add(name);
             } catch (RuntimeException | Error e) {
-                // Nothing is removed unless it is known to be readable. The items before it go out now; this one
-                // fails the next call that reaches it.
+                // Nothing is removed unless it is known to be readable, by this client and by the serializer. The
+                // items before it go out now; this one fails the next call that reaches it.
                 names.subList(i, names.size()).forEach(queue.items::putBack);
                 if (present.isEmpty()) {
                     queue.slots.giveBack(slot);
@@ -298,7 +301,7 @@ final class QueueConsumer<T> {
             queue.slots.giveBack(slot);
             return true;
         }
-        if (!deadline.waitsForConnection() && !queue.context.isConnected()) {
+        if (!waitsForConnection && !queue.context.isConnected()) {
             abandon(present, slot); // a write sent now would be waited for until the connection is back
             return false;
         }
@@ -330,11 +333,25 @@ final class QueueConsumer<T> {
     }
 
     /**
+     * The stored forms of a round's names, null for those gone, up to the first that this client may not read, whose
+     * failure {@link #of} throws for it and every name after it.
+     */
+    private record Stored(List<byte[]> forms, CoordinationException unreadable) {
+        byte[] of(int index) {
+            if (index >= forms.size()) {
+                throw unreadable;
+            }
+            return forms.get(index);
+        }
+    }
+
+    /**
      * The stored forms of the taken names, null for those gone: from what was read ahead, else one multi-read. A
      * single name is read together with up to {@value #READ_AHEAD} small candidates after it, kept for the polls
      * that follow, so that a run of polls costs about one write per item.
      */
-    private List<byte[]> read(List<String> names, Deadline deadline) throws InterruptedException, TimeoutException {
+    private Stored read(List<String> names, Deadline deadline, boolean waitsForConnection)
+            throws InterruptedException, TimeoutException {
         NameCache cache = queue.items.names();
         List<byte[]> stored = new ArrayList<>(names.size());
         List<String> reading = new ArrayList<>();
@@ -346,36 +363,46 @@ final class QueueConsumer<T> {
             }
         }
         if (reading.isEmpty()) {
-            return stored;
+            return new Stored(stored, null);
         }
         List<String> ahead = names.size() == 1 && Layout.isSmall(names.get(0))
                 ? cache.readAhead(names.get(0), Math.min(READ_AHEAD, ItemCodec.smallItemsPerRead() - 1))
                 : List.of();
         reading.addAll(ahead);
         long epoch = cache.epoch();
-        // A read lost with the connection is sent again once connected, unless the call never waits for it.
+        // A read lost with the connection is sent again once connected, unless the call does not wait for it.
         List<OpResult> results = BackgroundRequests.awaitWithin(
                 MultiRead.read(
-                        queue.context,
-                        reading.stream().map(queue.layout::item).toList(),
-                        deadline.waitsForConnection()),
+                        queue.context, reading.stream().map(queue.layout::item).toList(), waitsForConnection),
                 deadline,
                 queue.layout.items());
         int next = 0;
-        for (int i = 0; i < names.size(); i++) {
+        CoordinationException unreadable = null;
+        for (int i = 0; i < names.size() && unreadable == null; i++) {
             if (stored.get(i) == null) {
-                stored.set(i, data(results.get(next++), queue.layout.item(names.get(i))));
+                try {
+                    stored.set(i, data(results.get(next++), queue.layout.item(names.get(i))));
+                } catch (CoordinationException e) {
+                    unreadable = e; // this client may not read it: what comes after it waits
+                    stored.subList(i, stored.size()).clear();
+                }
             }
         }
+        next = reading.size() - ahead.size();
         for (String name : ahead) {
-            byte[] one = data(results.get(next++), queue.layout.item(name));
+            byte[] one;
+            try {
+                one = data(results.get(next++), queue.layout.item(name));
+            } catch (CoordinationException e) {
+                continue; // only read ahead: it fails the call that takes it
+            }
             if (one == null) {
                 cache.gone(name);
             } else {
                 cache.keepData(name, one, epoch);
             }
         }
-        return stored;
+        return new Stored(stored, unreadable);
     }
 
     /** False if the deadline passed after a transaction that failed as a whole, while the queue's parents were made. */

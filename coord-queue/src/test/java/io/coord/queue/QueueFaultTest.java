@@ -17,6 +17,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -37,6 +38,9 @@ import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher.WatcherType;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -112,6 +116,42 @@ class QueueFaultTest {
             items.add(item);
         }
         return items;
+    }
+
+    @Test
+    void aTimedDrainThatHasTakenItemsEndsWithThemWhenTheConnectionDrops() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-timed-drop");
+        ZooKeeperProxy proxy = firstServersProxy();
+        CuratorFramework client = zk.newOutageProofClient(proxy);
+        CuratorFramework admin = zk.newClient();
+        List<String> items = new ArrayList<>();
+        for (int i = 0; i < 150; i++) {
+            items.add("item-" + i);
+        }
+        queue(admin, path).putAll(items);
+        DistributedQueue<String> consumer = queue(client, path);
+        // The connection drops as the first round's last item reaches the sink, and stays down.
+        List<String> sink = new ArrayList<>() {
+            @Override
+            public boolean add(String item) {
+                if (size() == 99) {
+                    proxy.refuseConnections(true);
+                    proxy.cutConnections();
+                }
+                return super.add(item);
+            }
+        };
+        CompletableFuture<Integer> drained = Background.call(() -> consumer.drainTo(sink, 150, Duration.ofMinutes(5)));
+
+        // It moves what it took without waiting for the connection, which the rest would need.
+        await().atMost(Duration.ofSeconds(10)).until(drained::isDone);
+        assertEquals(100, drained.get());
+        assertEquals(items.subList(0, 100), sink);
+        reconnect(proxy, client);
+        List<String> rest = new ArrayList<>();
+        assertEquals(50, consumer.drainTo(rest, 150, Duration.ofSeconds(10)));
+        assertEquals(items.subList(100, 150), rest);
+        closeAndAssertDrained(client, proxy, path);
     }
 
     @Test
@@ -766,6 +806,37 @@ class QueueFaultTest {
     @Test
     void drainHandsOverWhatItRemovedBeforeAnItemWhoseSerializerThrowsAnError() throws Exception {
         assertDrainHandsOverWhatItRemovedBefore("fatal", UnreadableItem.class);
+    }
+
+    private static final Id ANYONE = new Id("world", "anyone");
+
+    @Test
+    void anItemThisClientMayNotReadHoldsUpOnlyItselfAndTheFailureNamesIt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("unreadable");
+        CuratorFramework admin = zk.newClient();
+        DistributedQueue<String> plain = queue(admin, path);
+        plain.putAll(List.of("a", "b", "c", "d"));
+        String third = path + "/items/"
+                + admin.getChildren().forPath(path + "/items").stream()
+                        .sorted(Comparator.comparing((String name) -> name.substring(name.lastIndexOf('-') + 1)))
+                        .toList()
+                        .get(2);
+        admin.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL & ~ZooDefs.Perms.READ, ANYONE)))
+                .forPath(third);
+        DistributedQueue<String> consumer = queue(zk.newClient(), path);
+
+        assertEquals("a", consumer.poll(), "read ahead together with the unreadable item, the head still goes out");
+        List<String> sink = new ArrayList<>();
+        assertEquals(1, consumer.drainTo(sink, 10), "the item before it goes out");
+        assertEquals(List.of("b"), sink);
+        CoordinationException refused = assertThrows(CoordinationException.class, () -> consumer.drainTo(sink, 10));
+        assertTrue(
+                refused.getMessage().contains(third) && refused.getMessage().contains("NOAUTH"), refused.getMessage());
+
+        admin.setACL().withACL(List.of(new ACL(ZooDefs.Perms.ALL, ANYONE))).forPath(third);
+        assertEquals(List.of("c", "d"), drain(plain));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
     @Test
