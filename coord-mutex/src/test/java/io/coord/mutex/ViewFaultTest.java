@@ -191,18 +191,34 @@ class ViewFaultTest {
 
     @Test
     void aHolderWhoseNodeIsDeletedWhileTheViewsWatchIsOffLosesItsLease() throws Exception {
+        assertAHolderLosesANodeDeletedWhileTheViewsWatchIsOff(true);
+    }
+
+    @Test
+    void aHoldGrantedWithoutTheViewWhoseNodeIsDeletedWhileTheViewsWatchIsOffIsLostToo() throws Exception {
+        assertAHolderLosesANodeDeletedWhileTheViewsWatchIsOff(false);
+    }
+
+    /**
+     * A client holds, and waits behind its hold in the view; while its event thread is busy, another user of its
+     * connection removes the view's watch and the holder's node is deleted: no event can tell of it, only the read
+     * behind the watch's new add. {@code primed}: the hold is granted through the view, else by a predecessor read
+     * (the client's first acquisition on the path), with nothing of the view's listening to it.
+     */
+    private static void assertAHolderLosesANodeDeletedWhileTheViewsWatchIsOff(boolean primed) throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-unheard-delete");
         CuratorFramework client = zk.newClient();
         CuratorFramework admin = zk.newClient();
         ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
         ReentrantMutex mutex = new ReentrantMutex(client, path);
-        MutexRequestCountTest.primeView(mutex);
+        if (primed) {
+            MutexRequestCountTest.primeView(mutex);
+        }
         Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
         CompletableFuture<Lease> pending = new ReentrantMutex(client, path).acquireAsync();
         await().until(() -> mutex.participants().size() == 2);
+        await("the waiter's view watches").until(() -> zk.watchesByPath().contains(path));
 
-        // While the client's event thread is busy, another user of its connection removes the view's watch, and the
-        // holder's node is deleted: no event can tell the view of it, only the read behind the watch's new add.
         CountDownLatch busy = new CountDownLatch(1);
         CountDownLatch mayGoOn = new CountDownLatch(1);
         String blocker = path + "-blocker";

@@ -290,6 +290,14 @@ public final class ClientContext {
         }
     }
 
+    /** The names of the nodes under {@code parent} that leases of this client hold. */
+    List<String> heldUnder(String parent) {
+        return leasesByNode.keySet().stream()
+                .filter(node -> ZKPaths.getPathAndNode(node).getPath().equals(parent))
+                .map(ZKPaths::getNodeFromPath)
+                .toList();
+    }
+
     void leave(SharedPath shared) {
         paths.computeIfPresent(shared.path(), (p, s) -> --s.users == 0 ? null : s);
     }

@@ -127,6 +127,7 @@ final class PathView {
     private boolean retired; // out of the registry: later users get a new view
     private WatchState watch = WatchState.NONE;
     private int generation; // of the watcher object: events for an older one are ignored
+    private long readSession; // the session the handle reported when the last read that answered was sent
     private long watchSession;
     private boolean wantWatch; // add the watch once the drop in flight has answered
     private boolean sessionEnded; // until the next session, where the watch is added again anyway
@@ -587,20 +588,23 @@ final class PathView {
         reading = true;
         int gen = generation;
         todo.add(() -> {
+            long sentOn = context.sessionId();
             try {
                 context.client()
                         .getChildren()
-                        .inBackground((c, e) -> readAnswered(gen, e))
+                        .inBackground((c, e) -> readAnswered(gen, sentOn, e))
                         .forPath(path);
             } catch (Exception e) {
-                readAnswered(gen, null);
+                readAnswered(gen, sentOn, null);
             }
         });
     }
 
-    private void readAnswered(int gen, CuratorEvent event) {
+    /** {@code sentOn} is the session the handle reported when the read was sent. */
+    private void readAnswered(int gen, long sentOn, CuratorEvent event) {
         Code rc = event == null ? Code.SYSTEMERROR : Code.get(event.getResultCode());
         act(todo -> {
+            readSession = sentOn;
             log.debug("{}: read of generation {} answered {}", this, gen, rc);
             reading = false;
             // Only a read that the server answered after adding this generation's watch covers what follows it.
@@ -651,17 +655,29 @@ final class PathView {
     }
 
     /**
-     * Tells the listeners of a node that a read replacing the view no longer lists that it is gone: it was deleted
-     * while no event could say so (the watch off, or the connection down). Nobody listens to a node created after a
-     * reply this client has had (a holder to its own, a waiter to those before its own), and no server it reads from
-     * can be behind such a reply, so a node missing from the read was deleted.
+     * Tells of the nodes held or listened to that a read replacing the view no longer lists that they are gone: they
+     * were deleted while no event could say so (the watch off, or the connection down). None was created after a
+     * reply this client has had on the session the read was sent on (a holder holds its own, a waiter listens to those
+     * before its own), and no server that session reads from can be behind such a reply, so a node missing from the
+     * read was deleted. A read sent on another session says nothing of them.
      */
     private void missedDeletions(List<Runnable> todo) {
-        for (String name : List.copyOf(listeners.listened())) {
-            SequenceNode.parse(name)
-                    .filter(node -> !nodes.contains(node))
-                    .ifPresent(gone -> listeners.deleted(gone, todo));
+        if (readSession == 0 || readSession != context.sessionId()) {
+            return; // sent for an older session, or resent on a newer one: it cannot speak for this session's nodes
         }
+        Set<String> known = new LinkedHashSet<>(context.heldUnder(path));
+        known.addAll(listeners.listened());
+        List<SequenceNode> gone = known.stream()
+                .flatMap(name -> SequenceNode.parse(name).stream())
+                .filter(node -> !nodes.contains(node))
+                .toList();
+        // As for a deletion heard (see #deleted): every hold of this client on them is lost before anyone listening
+        // is told, a hold granted without the view included.
+        for (SequenceNode node : gone) {
+            String deleted = ZKPaths.makePath(path, node.name());
+            todo.add(() -> context.nodeDeleted(deleted));
+        }
+        gone.forEach(node -> listeners.deleted(node, todo));
     }
 
     /** False, and unusable, if the path holds more nodes of other sessions than the bound. */
