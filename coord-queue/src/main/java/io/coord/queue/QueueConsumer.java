@@ -259,7 +259,7 @@ final class QueueConsumer<T> {
         // A call that has taken items ends with them rather than wait for a lost connection.
         boolean waitsForConnection = deadline.waitsForConnection() && taken.isEmpty();
         try {
-            slot = queue.slots.borrow(deadline);
+            slot = queue.slots.borrow(waitsForConnection ? deadline : Deadline.now());
             stored = read(names, deadline, waitsForConnection);
         } catch (TimeoutException e) {
             abandon(names, slot);
