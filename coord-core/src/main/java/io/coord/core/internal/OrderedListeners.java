@@ -4,7 +4,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -71,7 +70,7 @@ public final class OrderedListeners<L> {
                     log.warn("listener {} failed on {} for {}", r.listener(), change, path, e);
                 }
             });
-        } catch (RejectedExecutionException e) {
+        } catch (RuntimeException e) { // refused, or failed otherwise: this call is dropped, later ones are heard
             log.warn("executor of listener {} rejected {} for {}", r.listener(), change, path, e);
         }
     }

@@ -3,7 +3,6 @@ package io.coord.core.internal;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,19 +40,28 @@ public final class SerialExecutor implements Executor {
     }
 
     /**
-     * Hands the queued tasks to the pool, if nothing runs them yet. A pool that refuses them drops them all, so that a
-     * pool shut down for good does not make the queue grow with every task given after.
+     * Hands the queued tasks to the pool, if nothing runs them yet. A pool that refuses them, or fails in any other way
+     * to take them, drops them all and throws, so that a pool shut down for good does not make the queue grow with
+     * every task given after; a task given later is handed over afresh.
      */
     private void schedule() {
-        // The check after the flag is released in runAll() closes the gap where a task is added while it finishes.
-        if (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
+        RuntimeException refused = null;
+        // Checked again each time the flag is released, here and in runAll(): a task added meanwhile saw it taken.
+        while (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
             try {
                 pool.execute(this::runAll);
-            } catch (RejectedExecutionException e) {
+                break;
+            } catch (RuntimeException | Error e) {
                 tasks.clear();
                 scheduled.set(false);
-                throw e;
+                if (e instanceof Error error) {
+                    throw error;
+                }
+                refused = (RuntimeException) e;
             }
+        }
+        if (refused != null) {
+            throw refused;
         }
     }
 
@@ -72,7 +80,7 @@ public final class SerialExecutor implements Executor {
             scheduled.set(false);
             try {
                 schedule();
-            } catch (RejectedExecutionException e) {
+            } catch (RuntimeException e) {
                 log.warn("tasks given while the last ran were refused by {}", pool, e);
             }
         }

@@ -17,6 +17,8 @@ import java.util.function.IntConsumer;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** How the calls of one listener run on an executor the user chose. */
 class OrderedListenersTest {
@@ -61,12 +63,14 @@ class OrderedListenersTest {
         assertFalse(overlapped.get(), "two calls of one listener overlapped");
     }
 
-    @Test
-    void aChangeTheListenersExecutorRefusesIsDroppedAndTheNextOneIsHeard() {
+    @ParameterizedTest(name = "rejected: {0}")
+    @ValueSource(booleans = {true, false})
+    void aChangeTheListenersExecutorRefusesIsDroppedAndTheNextOneIsHeard(boolean rejected) {
         AtomicInteger refusals = new AtomicInteger(1);
         listeners.add(heard::add, task -> {
             if (refusals.getAndDecrement() > 0) {
-                throw new RejectedExecutionException("saturated");
+                // Refused as executors should, or failing otherwise, as one closed under it may.
+                throw rejected ? new RejectedExecutionException("saturated") : new IllegalStateException("closed");
             }
             pool.execute(task);
         });
