@@ -120,6 +120,12 @@ final class LeaseImpl implements Lease {
 
     @Override
     public void close() {
+        if (context.isClosed()) {
+            // Closing the client lost the hold, even if the context has not got round to saying so: state() reports
+            // LOST already, and a close after that changes nothing.
+            moveTo(LeaseState.LOST);
+            return;
+        }
         if (!moveTo(LeaseState.RELEASED, true, this::sendRelease) && current() == LeaseState.RELEASED) {
             // Closed on another thread a moment ago: return once its deletes are sent, as that close does, so that
             // whatever this caller sends next lands after them. Sending never blocks, so this wait is short.

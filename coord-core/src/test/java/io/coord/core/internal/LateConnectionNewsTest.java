@@ -10,8 +10,12 @@ import io.coord.core.LeaseState;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
+import java.lang.reflect.Field;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.framework.state.ConnectionState;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -47,6 +51,39 @@ class LateConnectionNewsTest {
         assertEquals(LeaseState.HELD, lease.state());
         lease.close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLeaseClosedBeforeTheContextHearsOfItsClientsCloseIsLostNotReleased() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("late-close");
+        CuratorFramework client = zk.newClient();
+        ClientContext context = ClientContext.of(client);
+        LeaseEngine engine = new LeaseEngine(client, path, "lock-", LeasePredicate.maxLeases(1), new byte[0]);
+        Lease lease = engine.acquireAsync().get(10, TimeUnit.SECONDS);
+
+        // The client is closed, and its context is still on its way to the news (its state lock is busy).
+        ReentrantLock stateLock = stateLockOf(context);
+        stateLock.lock();
+        CompletableFuture<Void> closing;
+        try {
+            closing = CompletableFuture.runAsync(client::close);
+            await().until(() -> client.getState() == CuratorFrameworkState.STOPPED);
+            assertEquals(LeaseState.LOST, lease.state());
+            lease.close();
+        } finally {
+            stateLock.unlock();
+        }
+        closing.get(10, TimeUnit.SECONDS);
+
+        assertEquals(LeaseState.LOST, lease.ended().get(10, TimeUnit.SECONDS), "LOST is final");
+        assertEquals(LeaseState.LOST, lease.state());
+        zk.assertNoLeaks(path);
+    }
+
+    private static ReentrantLock stateLockOf(ClientContext context) throws ReflectiveOperationException {
+        Field field = ClientContext.class.getDeclaredField("stateLock");
+        field.setAccessible(true);
+        return (ReentrantLock) field.get(context);
     }
 
     @Test
