@@ -706,7 +706,7 @@ public final class ClientContext {
                         // (Curator tells of no second loss while it still reports the first).
                         long now = session;
                         lost = leases.stream().filter(l -> l.session() != now).toList();
-                        lost.forEach(l -> l.moveTo(LeaseState.LOST));
+                        lost.forEach(LeaseImpl::lostWithSession);
                     }
                     // Not state(): a close noticed there would fail attempts under this lock, which grants take
                     // after their own.
@@ -727,7 +727,7 @@ public final class ClientContext {
                     lost = leases.stream()
                             .filter(l -> l.session() != current || (l.session() == tracked && !lateLoss))
                             .toList();
-                    lost.forEach(l -> l.moveTo(LeaseState.LOST));
+                    lost.forEach(LeaseImpl::lostWithSession);
                 }
             }
         } finally {
@@ -866,7 +866,7 @@ public final class ClientContext {
             connected = false;
             onConnected = new ArrayList<>();
             lost = List.copyOf(leases);
-            lost.forEach(l -> l.moveTo(LeaseState.LOST));
+            lost.forEach(LeaseImpl::lostWithSession);
         } finally {
             stateLock.unlock();
         }

@@ -26,6 +26,8 @@ final class LeaseImpl implements Lease {
     // Completes once the close that released the lease has sent its deletes.
     private final CompletableFuture<Void> releaseSent = new CompletableFuture<>();
     private final SerialExecutor events = SerialExecutor.onCallbacks();
+    // Set before a move to LOST for the end of its session: that move, or one a moment before it, was no revocation.
+    private volatile boolean sessionEnded;
     private final OrderedListeners<Consumer<LeaseState>> listeners;
     // Coord's own reactions to every change (an election interrupting its task), which no listener may hold back.
     private final List<Consumer<LeaseState>> reactions = new CopyOnWriteArrayList<>();
@@ -123,7 +125,7 @@ final class LeaseImpl implements Lease {
         if (context.isClosed()) {
             // Closing the client lost the hold, even if the context has not got round to saying so: state() reports
             // LOST already, and a close after that changes nothing.
-            moveTo(LeaseState.LOST);
+            lostWithSession();
             return;
         }
         if (!moveTo(LeaseState.RELEASED, true, this::sendRelease) && current() == LeaseState.RELEASED) {
@@ -195,6 +197,20 @@ final class LeaseImpl implements Lease {
     /** Applies one transition if the current state allows it; returns whether the state changed. */
     boolean moveTo(LeaseState next) {
         return moveTo(next, false, () -> {});
+    }
+
+    /**
+     * LOST because its session ended or its client was closed, whatever session the handle still reports (Curator
+     * tells of a loss before it replaces the handle): not a revocation.
+     */
+    void lostWithSession() {
+        sessionEnded = true;
+        moveTo(LeaseState.LOST);
+    }
+
+    /** Whether it was lost with its session (see {@link #lostWithSession}), for observers telling why it ended. */
+    boolean lostWithItsSession() {
+        return sessionEnded;
     }
 
     /**

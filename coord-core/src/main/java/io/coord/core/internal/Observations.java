@@ -179,13 +179,14 @@ public final class Observations {
     }
 
     /**
-     * Why a lease is LOST. Its session lives on exactly when the client is open and still on the session that owns
-     * the node; then the node can only have gone because somebody else deleted it, which is a revocation. Every other
-     * way to LOST (expiry, a new session, closing the client) leaves the client on another session or closed.
+     * Why a lease is LOST. Its session lives on exactly when the lease was not lost with it, and the client is open
+     * and still on the session that owns the node; then the node can only have gone because somebody else deleted it,
+     * which is a revocation. The end of a session may be told while the handle still reports it, hence the first.
      */
     private static HoldEnd lossCause(LeaseImpl lease) {
         ClientContext context = lease.context();
-        boolean sessionLives = !context.isClosed() && context.sessionId() == lease.session();
+        boolean sessionLives =
+                !lease.lostWithItsSession() && !context.isClosed() && context.sessionId() == lease.session();
         return sessionLives ? HoldEnd.REVOKED : HoldEnd.LOST;
     }
 

@@ -20,6 +20,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -97,6 +98,23 @@ class ObservationsTest {
         await().until(() -> notes.heard.size() == 3);
         assertEquals(List.of("started mutex", "ended granted by observed-one", "hold released"), notes.heard);
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aSessionLostWhileTheHandleStillReportsItEndsItsHoldsAsLostNotRevoked() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("lost-not-revoked");
+        Notes notes = add(new Notes(path));
+        CuratorFramework client = zk.newClient();
+        Lease lease = engine(client, path, "lost-one").acquire(Duration.ofSeconds(10));
+
+        // Curator's LOST, heard before the handle is replaced: the handle still reports the session that ended.
+        ClientContext context = ClientContext.of(client);
+        context.stateChanged(client, ConnectionState.SUSPENDED);
+        context.stateChanged(client, ConnectionState.LOST);
+
+        assertEquals(LeaseState.LOST, lease.ended().get(10, TimeUnit.SECONDS));
+        await().until(() -> notes.heard.stream().anyMatch(note -> note.startsWith("hold ")));
+        assertEquals("hold lost", notes.heard.get(notes.heard.size() - 1));
     }
 
     @Test
