@@ -31,6 +31,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.stream.IntStream;
 import org.apache.curator.RetryPolicy;
 import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
@@ -110,6 +111,15 @@ class QueueFaultTest {
         }
     }
 
+    /** Puts item-0 to item-(count - 1) in one call, more than a drain takes in one round; returns them in order. */
+    private static List<String> putNumbered(CuratorFramework client, String path, int count)
+            throws InterruptedException {
+        List<String> items =
+                IntStream.range(0, count).mapToObj(i -> "item-" + i).toList();
+        queue(client, path).putAll(items);
+        return items;
+    }
+
     private static List<String> drain(DistributedQueue<String> queue) {
         List<String> items = new ArrayList<>();
         for (String item = queue.poll(); item != null; item = queue.poll()) {
@@ -124,11 +134,7 @@ class QueueFaultTest {
         ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newOutageProofClient(proxy);
         CuratorFramework admin = zk.newClient();
-        List<String> items = new ArrayList<>();
-        for (int i = 0; i < 150; i++) {
-            items.add("item-" + i);
-        }
-        queue(admin, path).putAll(items);
+        List<String> items = putNumbered(admin, path, 150);
         DistributedQueue<String> consumer = queue(client, path);
         // The connection drops as the first round's last item reaches the sink, and stays down.
         List<String> sink = new ArrayList<>() {
@@ -160,11 +166,7 @@ class QueueFaultTest {
         ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newOutageProofClient(proxy);
         CuratorFramework admin = zk.newClient();
-        List<String> items = new ArrayList<>();
-        for (int i = 0; i < 150; i++) {
-            items.add("item-" + i);
-        }
-        queue(admin, path).putAll(items);
+        List<String> items = putNumbered(admin, path, 150);
         // The second round's removal lands and its reply is lost: the serializer turns replies off as it reads that
         // round's first item, before the removal is sent.
         AtomicBoolean armed = new AtomicBoolean(true);

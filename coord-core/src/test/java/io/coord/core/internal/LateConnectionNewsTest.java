@@ -40,7 +40,7 @@ class LateConnectionNewsTest {
         String path = ZooKeeperFixture.uniquePath("late-news");
         CuratorFramework client = zk.newClient();
         ClientContext context = ClientContext.of(client);
-        LeaseEngine engine = new LeaseEngine(client, path, "lock-", LeasePredicate.maxLeases(1), new byte[0]);
+        LeaseEngine engine = mutexEngine(client, path);
 
         // The handle is connected, and the context has heard only of the drop before.
         context.stateChanged(client, ConnectionState.SUSPENDED);
@@ -58,7 +58,7 @@ class LateConnectionNewsTest {
         String path = ZooKeeperFixture.uniquePath("late-close");
         CuratorFramework client = zk.newClient();
         ClientContext context = ClientContext.of(client);
-        LeaseEngine engine = new LeaseEngine(client, path, "lock-", LeasePredicate.maxLeases(1), new byte[0]);
+        LeaseEngine engine = mutexEngine(client, path);
         Lease lease = engine.acquireAsync().get(10, TimeUnit.SECONDS);
 
         // The client is closed, and its context is still on its way to the news (its state lock is busy).
@@ -80,6 +80,10 @@ class LateConnectionNewsTest {
         zk.assertNoLeaks(path);
     }
 
+    private static LeaseEngine mutexEngine(CuratorFramework client, String path) {
+        return new LeaseEngine(client, path, "lock-", LeasePredicate.maxLeases(1), new byte[0]);
+    }
+
     private static ReentrantLock stateLockOf(ClientContext context) throws ReflectiveOperationException {
         Field field = ClientContext.class.getDeclaredField("stateLock");
         field.setAccessible(true);
@@ -91,7 +95,7 @@ class LateConnectionNewsTest {
         String path = ZooKeeperFixture.uniquePath("late-loss");
         CuratorFramework client = zk.newClient();
         ClientContext context = ClientContext.of(client);
-        LeaseEngine engine = new LeaseEngine(client, path, "lock-", LeasePredicate.maxLeases(1), new byte[0]);
+        LeaseEngine engine = mutexEngine(client, path);
         Lease lease = engine.acquireAsync().get(10, TimeUnit.SECONDS);
         context.stateChanged(client, ConnectionState.SUSPENDED);
         context.stateChanged(client, ConnectionState.RECONNECTED);
