@@ -26,7 +26,7 @@ final class LeaseImpl implements Lease {
     // Completes once the close that released the lease has sent its deletes.
     private final CompletableFuture<Void> releaseSent = new CompletableFuture<>();
     private final SerialExecutor events = SerialExecutor.onCallbacks();
-    // Set before a move to LOST for the end of its session: that move, or one a moment before it, was no revocation.
+    // Whether the last move, under the lock, was to LOST for the end of the session: then it was no revocation.
     private volatile boolean sessionEnded;
     private final OrderedListeners<Consumer<LeaseState>> listeners;
     // Coord's own reactions to every change (an election interrupting its task), which no listener may hold back.
@@ -204,8 +204,7 @@ final class LeaseImpl implements Lease {
      * tells of a loss before it replaces the handle): not a revocation.
      */
     void lostWithSession() {
-        sessionEnded = true;
-        moveTo(LeaseState.LOST);
+        moveTo(LeaseState.LOST, false, () -> {}, true);
     }
 
     /** Whether it was lost with its session (see {@link #lostWithSession}), for observers telling why it ended. */
@@ -213,12 +212,18 @@ final class LeaseImpl implements Lease {
         return sessionEnded;
     }
 
+    /** Any move but a loss with the session (see {@link #lostWithSession}). */
+    private boolean moveTo(LeaseState next, boolean onCallersThread, Runnable beforeEnd) {
+        return moveTo(next, onCallersThread, beforeEnd, false);
+    }
+
     /**
      * @param onCallersThread the caller is the user's own thread (close()), so that with no listeners and nothing
      *     still being delivered, the end can be completed right here instead of on another thread
      * @param beforeEnd run once the state moved to an end, before {@link #ended} completes
+     * @param withSession the move is to LOST for the end of the lease's session
      */
-    private boolean moveTo(LeaseState next, boolean onCallersThread, Runnable beforeEnd) {
+    private boolean moveTo(LeaseState next, boolean onCallersThread, Runnable beforeEnd, boolean withSession) {
         LeaseState previous;
         lock.lock();
         try {
@@ -227,6 +232,7 @@ final class LeaseImpl implements Lease {
             }
             previous = state;
             state = next;
+            sessionEnded = withSession;
             // Queued under the lock, so that listeners hear the states in the order they were taken.
             listeners.fire("entering " + next, l -> l.accept(next));
         } finally {
