@@ -806,21 +806,17 @@ final class PathView {
                     listeners.dataChanged(ZKPaths.getNodeFromPath(changed), todo);
                 }
             } else if (type == EventType.PersistentWatchRemoved) {
-                watchRemoved(todo);
+                watchGone("its watch was removed by another", todo);
             }
         });
     }
 
     /**
-     * The watch was removed by another than this view, whose own drop stops hearing its events first: the application
-     * on this client, or a view of the same server path under another namespace of this connection. No event comes
-     * any more, so nothing counts until the watch is added again and read behind; an unwanted view retires instead.
+     * The watch is no longer on the server, though the session goes on: removed by another than this view, whose own
+     * drop stops hearing its events first (the application on this client, or a view of the same server path under
+     * another namespace of this connection), or gone with a handle Curator replaced. No event comes any more, so
+     * nothing counts until the watch is added again and read behind; an unwanted view retires instead.
      */
-    private void watchRemoved(List<Runnable> todo) {
-        watchGone("its watch was removed by another", todo);
-    }
-
-    /** The watch is no longer on the server, though the session goes on: it is added again if the view is wanted. */
     private void watchGone(String why, List<Runnable> todo) {
         if (watch != WatchState.SET) {
             return;
