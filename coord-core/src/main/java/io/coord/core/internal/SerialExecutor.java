@@ -45,7 +45,7 @@ public final class SerialExecutor implements Executor {
      * every task given after; a task given later is handed over afresh.
      */
     private void schedule() {
-        RuntimeException refused = null;
+        Throwable refused = null;
         // Checked again each time the flag is released, here and in runAll(): a task added meanwhile saw it taken.
         while (!tasks.isEmpty() && scheduled.compareAndSet(false, true)) {
             try {
@@ -54,14 +54,14 @@ public final class SerialExecutor implements Executor {
             } catch (RuntimeException | Error e) {
                 tasks.clear();
                 scheduled.set(false);
-                if (e instanceof Error error) {
-                    throw error;
-                }
-                refused = (RuntimeException) e;
+                refused = e;
             }
         }
+        if (refused instanceof Error error) {
+            throw error;
+        }
         if (refused != null) {
-            throw refused;
+            throw (RuntimeException) refused;
         }
     }
 
