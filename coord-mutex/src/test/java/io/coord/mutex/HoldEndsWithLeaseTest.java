@@ -210,6 +210,33 @@ class HoldEndsWithLeaseTest {
     }
 
     @Test
+    void aRefusedAcquireAfterTheHoldWasLostLeavesLeaseSayingHowTheHoldEnded() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("lost-then-refused");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        ReentrantMutex other = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        Lease lost = mutex.lease();
+        zk.expireSession(client);
+        await().atMost(Duration.ofSeconds(20)).until(() -> lost.state() == LeaseState.LOST);
+        assertTrue(other.acquire(Duration.ofSeconds(20)));
+
+        assertFalse(mutex.acquire(Duration.ZERO));
+
+        IllegalMonitorStateException error = assertThrows(IllegalMonitorStateException.class, mutex::lease);
+        assertTrue(error.getMessage().endsWith("; its lease ended LOST"), error.getMessage());
+        mutex.release(); // owed to the lost hold
+        assertThrows(IllegalMonitorStateException.class, mutex::release);
+        other.release();
+        assertTrue(mutex.acquire(Duration.ofSeconds(20)));
+        mutex.release();
+        assertFalse(assertThrows(IllegalMonitorStateException.class, mutex::lease)
+                .getMessage()
+                .contains("its lease ended"));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void closingTheLeaseOfANestedHoldEndsTheWholeHold() throws Exception {
         String path = ZooKeeperFixture.uniquePath("nested-close");
         ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);

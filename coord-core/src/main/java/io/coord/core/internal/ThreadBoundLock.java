@@ -47,6 +47,9 @@ public final class ThreadBoundLock implements DistributedLock {
         int count;
         // Releases the thread still owes holds that ended before its current one: paid after the current hold's own.
         int owed;
+        // The lease of the thread's last hold if it ended without release() and no hold came after it, so that
+        // lease() can still say how it ended once a new acquisition has put it aside.
+        Lease ended;
     }
 
     public ThreadBoundLock(LeaseEngine engine) {
@@ -136,9 +139,9 @@ public final class ThreadBoundLock implements DistributedLock {
 
     @Override
     public Lease lease() {
-        Holder me = liveHold();
-        if (me == null) {
-            throw notHeld(holders.get().lease);
+        Holder me = holders.get();
+        if (me.lease == null || !isLive(me.lease)) {
+            throw notHeld(me.lease != null ? me.lease : me.ended);
         }
         return me.lease;
     }
@@ -187,6 +190,7 @@ public final class ThreadBoundLock implements DistributedLock {
         Holder me = holders.get();
         me.lease = lease;
         me.count = 1;
+        me.ended = null;
         track(lease);
     }
 
@@ -213,6 +217,7 @@ public final class ThreadBoundLock implements DistributedLock {
         }
         if (me.lease != null) { // a hold whose lease ended: the thread queues afresh
             me.owed += me.count; // its releases are still owed, after the new hold's
+            me.ended = me.lease;
             me.lease = null;
         }
         if (wouldWaitBehindItself()) {
