@@ -1,15 +1,23 @@
 package io.coord.it;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.mutex.ReentrantMutex;
+import io.coord.queue.DistributedQueue;
+import io.coord.queue.QueueSerializer;
 import io.coord.testkit.EmbeddedServer;
 import io.coord.testkit.ZooKeeperEnsemble;
+import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.ZooKeeper;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -19,7 +27,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * A client that may connect read-only ({@code canBeReadOnly}) to a server cut off from its quorum: such a server
  * answers reads and refuses every write, so coord counts the connection as no connection. A one-look acquisition is
- * refused as when disconnected, with nothing sent, and works again once the quorum is back.
+ * refused as when disconnected, with nothing sent, and works again once the quorum is back. A queue write that such a
+ * server refuses may have landed before the connection moved there, and the queue finds out.
  */
 @Timeout(120)
 class ReadOnlyServerIT {
@@ -62,6 +71,47 @@ class ReadOnlyServerIT {
         await().atMost(Duration.ofSeconds(30)).pollInSameThread().until(() -> mutex.acquire(Duration.ZERO));
         mutex.release();
         await().until(() -> client.getChildren().forPath(path).isEmpty());
+    }
+
+    @Test
+    void aPutWhoseReplyIsLostAndWhoseResendMeetsAReadOnlyServerKnowsItLanded() throws Exception {
+        String path = "/read-only/queue";
+        EmbeddedServer first = ensemble.servers().get(0);
+        try (ZooKeeperProxy proxy = ZooKeeperProxy.start(first.socketAddress())) {
+            // Retries enough for Curator to send the transaction again once the read-only server takes the client.
+            CuratorFramework client = ensemble.newClient(b -> b.connectString(proxy.connectString())
+                    .canBeReadOnly(true)
+                    .retryPolicy(new RetryNTimes(1_000, 100)));
+            CuratorFramework reader = ensemble.newClient(b -> b.connectString(first.address()));
+            DistributedQueue<String> queue = DistributedQueue.builder(client, path, QueueSerializer.utf8())
+                    .build();
+            queue.put("before"); // the parents and a write slot, while the quorum stands
+
+            proxy.loseReplies(true);
+            CompletableFuture<Void> put = CompletableFuture.runAsync(() -> {
+                try {
+                    queue.put("unanswered");
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> reader.checkExists().forPath(path + "/items").getNumChildren() == 2);
+            List<EmbeddedServer> others = ensemble.servers().subList(1, 3);
+            others.forEach(EmbeddedServer::kill);
+            proxy.cutConnections();
+            proxy.loseReplies(false);
+            await().atMost(Duration.ofSeconds(60))
+                    .until(() -> handleState(client) == ZooKeeper.States.CONNECTEDREADONLY);
+            others.forEach(EmbeddedServer::restart);
+
+            put.get(60, TimeUnit.SECONDS); // it landed, which the transaction's resend, refused, cannot tell
+            queue.put("after");
+            List<String> items = new ArrayList<>();
+            queue.drainTo(items, 10);
+            assertEquals(List.of("before", "unanswered", "after"), items);
+            await().until(() -> reader.getChildren().forPath(path + "/items").isEmpty());
+        }
     }
 
     private static ZooKeeper.States handleState(CuratorFramework client) throws Exception {

@@ -147,10 +147,7 @@ final class Slots {
         } catch (CoordinationException e) {
             throw inDoubtIfClosed(e, what);
         }
-        if (ResultCodes.isInDoubt(BackgroundRequests.code(reply))) {
-            inDoubt.run();
-        }
-        return outcome(slot, reply, what);
+        return outcome(slot, reply, what, inDoubt);
     }
 
     /**
@@ -180,9 +177,9 @@ final class Slots {
 
     /**
      * The outcome of a transaction {@link #send} sent, from its answer, and gives the slot back. An answer in doubt
-     * is settled, which waits for the server: never call it with one on ZooKeeper's event thread.
+     * is settled, after {@code inDoubt} runs, which waits for the server: never call it on ZooKeeper's event thread.
      */
-    Outcome outcome(Slot slot, CuratorEvent reply, String what) {
+    Outcome outcome(Slot slot, CuratorEvent reply, String what, Runnable inDoubt) {
         Code code = BackgroundRequests.code(reply);
         int failed = BackgroundRequests.failedOp(reply);
         if (code == Code.OK) {
@@ -221,10 +218,16 @@ final class Slots {
             idle.add(slot); // failed as a whole, so the version is unchanged
             return Outcome.failed(failed - 1, code);
         }
-        if (!ResultCodes.isInDoubt(code)) {
-            idle.add(slot);
+        if (!ResultCodes.isInDoubt(code)
+                && code != Code.NOTREADONLY
+                && slot.sentInEpoch == queue.context.connectionEpoch()) {
+            idle.add(slot); // the only send was refused as a whole: nothing applied, the version is unchanged
             throw BackgroundRequests.failure("writing to", what, code);
         }
+        // Lost; refused by a read-only server, to which Curator sends writes though it takes none; or refused as a
+        // whole after the connection changed, which may answer Curator's second send of a transaction whose first
+        // landed. The slot settles it, once a connection takes writes: then the caller may send it again.
+        inDoubt.run();
         return settle(slot, what);
     }
 
@@ -314,7 +317,8 @@ final class Slots {
             if (code == Code.NONODE) {
                 throw slotDeleted(slot, what);
             }
-            if (!ResultCodes.isInDoubt(code)) {
+            // A read-only server refuses it: the connection the wait above is for takes writes.
+            if (!ResultCodes.isInDoubt(code) && code != Code.NOTREADONLY) {
                 throw BackgroundRequests.failure("settling a write with", slot.path, code);
             }
         }

@@ -95,20 +95,20 @@ class SlotsTest {
         CuratorEvent reply =
                 shared.slots.send(known, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
         known.sentInEpoch--; // as if the connection had dropped while it was in flight
-        assertThrows(Slots.WriteInDoubt.class, () -> shared.slots.outcome(known, reply, path));
+        assertThrows(Slots.WriteInDoubt.class, () -> shared.slots.outcome(known, reply, path, () -> {}));
 
         // A slot kept after a create in doubt may have been made, and a first send of it landed, before it went.
         Slots.Slot doubtful = doubtfulAndGone(shared, client);
         CuratorEvent again =
                 shared.slots.send(doubtful, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
         doubtful.sentInEpoch--;
-        assertThrows(Slots.WriteInDoubt.class, () -> shared.slots.outcome(doubtful, again, path));
+        assertThrows(Slots.WriteInDoubt.class, () -> shared.slots.outcome(doubtful, again, path, () -> {}));
 
         // With no connection news, it was sent once, and found missing: nothing landed.
         Slots.Slot missing = doubtfulAndGone(shared, client);
         CuratorEvent once =
                 shared.slots.send(missing, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
-        Slots.Outcome outcome = shared.slots.outcome(missing, once, path);
+        Slots.Outcome outcome = shared.slots.outcome(missing, once, path, () -> {});
         assertFalse(outcome.landed());
         assertEquals(0, items(client, path));
     }
@@ -126,7 +126,7 @@ class SlotsTest {
         assertTrue(doubtful.contains(first));
         CuratorEvent reply =
                 shared.slots.send(first, oneItem(shared, "x"), path).get(10, TimeUnit.SECONDS);
-        assertFalse(shared.slots.outcome(first, reply, path).landed());
+        assertFalse(shared.slots.outcome(first, reply, path, () -> {}).landed());
 
         Slots.Slot next = shared.slots.borrowFully();
         assertFalse(doubtful.contains(next), "the others kept after the same outage went too, costing no attempt");
