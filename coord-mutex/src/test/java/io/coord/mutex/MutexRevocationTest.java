@@ -192,6 +192,24 @@ class MutexRevocationTest {
     }
 
     @Test
+    void forcedRevocationThroughTheHoldersOwnClientEndsTheHoldWhenItReturns() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-forced-own-client");
+        CuratorFramework client = zk.newClient(); // its first acquisition on the path: granted without a view
+        ReentrantMutex holder = new ReentrantMutex(client, path, "holder");
+        holder.acquire();
+        Lease evicted = holder.lease();
+
+        assertTrue(new ReentrantMutex(client, path)
+                .forceRevocation(holder.participants().get(0)));
+
+        assertEquals(LeaseState.LOST, evicted.state());
+        assertEquals(0, holder.holdCount());
+        holder.release(); // owed to the ended hold: quiet
+        assertEquals(LeaseState.LOST, evicted.ended().get(10, TimeUnit.SECONDS));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void forcedRevocationEndsAHoldWhoseNodeAWaiterOfTheSameClientWatched() throws Exception {
         String path = ZooKeeperFixture.uniquePath("revoke-forced-same-client");
         CuratorFramework client = zk.newClient(); // its first acquisitions on the path: granted without a view

@@ -53,7 +53,14 @@ final class Revocations {
             return false;
         }
         if (force) {
-            return call(client, "delete the nodes of", node(path, target), () -> delete(client, path, lease));
+            boolean deleted =
+                    call(client, "delete the nodes of", node(path, target), () -> delete(client, path, lease));
+            if (deleted) {
+                // A lease of this very client learns it now, as from a deletion heard: its view, if any, may be off.
+                ClientContext context = ClientContext.of(client);
+                lease.forEach(node -> context.nodeDeleted(node(path, node)));
+            }
+            return deleted;
         }
         String first = node(path, lease.get(0));
         return call(client, "request revocation of", first, () -> mark(client, first));
