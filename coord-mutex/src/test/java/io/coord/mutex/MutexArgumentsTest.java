@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.coord.core.Lease;
+import io.coord.core.Participant;
 import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
@@ -49,6 +50,16 @@ class MutexArgumentsTest {
                 "listing the participants of " + path + " waits for ZooKeeper's answers, which ZooKeeper's event"
                         + " thread delivers: call it from another thread than a watcher or a background callback",
                 Background.thrownOnEventThread(client, mutex::participants).getMessage());
+        Participant someone = new Participant("x", "_c_0f0e0d0c-0b0a-0908-0706-050403020100-lock-0000000007", 7);
+        assertEquals(
+                "forcing the revocation of " + someone.nodeName() + " under " + path + " waits for ZooKeeper's"
+                        + " answers, which ZooKeeper's event thread delivers: call it from another thread than a"
+                        + " watcher or a background callback",
+                Background.thrownOnEventThread(client, () -> mutex.forceRevocation(someone))
+                        .getMessage());
+        assertInstanceOf(
+                IllegalStateException.class,
+                Background.thrownOnEventThread(client, () -> mutex.requestRevocation(someone)));
         assertNull(client.checkExists().forPath(path), "nothing was sent");
         // Asynchronous acquisitions park no thread, so they are welcome there.
         CompletableFuture<Lease> async = new CompletableFuture<>();

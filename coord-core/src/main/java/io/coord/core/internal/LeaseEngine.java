@@ -365,6 +365,9 @@ public final class LeaseEngine {
 
     private boolean revoke(Participant holder, boolean force) {
         checkRevocable(holder);
+        BackgroundRequests.refuseOnEventThread(
+                force ? "forcing the revocation of" : "requesting the revocation of",
+                Revocations.target(path, prefix, holder).name() + " under " + path);
         return Revocations.revoke(client, path, prefix, predicate, holder, force);
     }
 
