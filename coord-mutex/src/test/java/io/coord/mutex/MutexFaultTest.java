@@ -22,6 +22,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -92,6 +93,45 @@ class MutexFaultTest {
 
         assertEquals(LeaseState.LOST, held.ended().get(10, TimeUnit.SECONDS)); // stayed SUSPECT before
         await().until(() -> client.checkExists().forPath(held.path()) == null);
+    }
+
+    @Test
+    void aHoldIsNotValidOnceItsConnectionDropsOrItsSessionEndsWhileCuratorsListenerThreadIsHeldUp() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("listener-thread-held");
+        CuratorFramework client = zk.unstartedClient();
+        CountDownLatch letGo = new CountDownLatch(1);
+        // An application's listener that blocks holds Curator's one listener thread from the first news on: coord
+        // hears none of what follows while it does.
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            try {
+                letGo.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        client.start();
+        Lease held;
+        try {
+            assertTrue(client.blockUntilConnected(10, TimeUnit.SECONDS));
+            held = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
+            assertTrue(held.isValid());
+
+            zk.stopServer();
+            await().until(() -> held.state() == LeaseState.SUSPECT);
+            assertFalse(held.isValid());
+            zk.restartServer();
+            await().until(held::isValid); // the same session
+            zk.expireSession(client);
+            await().until(() -> held.state() == LeaseState.LOST);
+            held.close(); // LOST is final: still LOST
+        } finally {
+            letGo.countDown();
+            if (!zk.ensemble().servers().get(0).isRunning()) {
+                zk.restartServer();
+            }
+        }
+        assertEquals(LeaseState.LOST, held.ended().get(10, TimeUnit.SECONDS));
+        zk.assertNoLeaks(path);
     }
 
     @Test

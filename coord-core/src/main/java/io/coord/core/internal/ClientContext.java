@@ -441,6 +441,20 @@ public final class ClientContext {
         return handleConnected();
     }
 
+    /**
+     * Which of the client's handles is current: Curator makes a new one, on a new session, after an expiry. Read
+     * without side effects, unlike the handle itself, and kept current on ZooKeeper's event thread, so it moves on
+     * even while Curator's listener thread, which brings this context its news, is held up.
+     */
+    long handleIndex() {
+        return client.getZookeeperClient().getInstanceIndex();
+    }
+
+    /** Curator's own flag, kept on ZooKeeper's event thread: false from the moment the connection drops. */
+    boolean handleHasConnection() {
+        return client.getZookeeperClient().isConnected();
+    }
+
     /** Whether the client's handle has a connection that takes writes. */
     private boolean handleConnected() {
         if (!client.getZookeeperClient().isConnected()) {
@@ -469,7 +483,8 @@ public final class ClientContext {
                 return null;
             }
             LeaseState state = connected || handleConnected() ? LeaseState.HELD : LeaseState.SUSPECT;
-            LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, state);
+            // Read after the session was checked: a newer handle than this one is a newer session.
+            LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, handleIndex(), state);
             leases.add(lease);
             nodes.forEach(node -> leasesByNode.put(node, lease));
             return lease;

@@ -22,6 +22,7 @@ final class LeaseImpl implements Lease {
     private final List<String> nodes;
     private final long fencingToken;
     private final long session;
+    private final long handle; // the client's handle the session is on: a newer one means the session ended
     private final CompletableFuture<LeaseState> ended = new CompletableFuture<>();
     // Completes once the close that released the lease has sent its deletes.
     private final CompletableFuture<Void> releaseSent = new CompletableFuture<>();
@@ -36,19 +37,24 @@ final class LeaseImpl implements Lease {
     private LeaseState state;
     private RevocationWatch revocation; // made when the holder first opts in to revocation
 
-    /** {@code nodes}: full paths in sequence order, the first naming the lease; {@code session}: their owner. */
+    /**
+     * {@code nodes}: full paths in sequence order, the first naming the lease; {@code session}: their owner, on the
+     * client's handle {@code handle} (see {@link ClientContext#handleIndex()}).
+     */
     LeaseImpl(
             ClientContext context,
             LeaseEngine engine,
             List<String> nodes,
             long fencingToken,
             long session,
+            long handle,
             LeaseState initial) {
         this.context = context;
         this.engine = engine;
         this.nodes = List.copyOf(nodes);
         this.fencingToken = fencingToken;
         this.session = session;
+        this.handle = handle;
         this.state = initial;
         this.listeners = new OrderedListeners<>(path(), events);
     }
@@ -63,13 +69,21 @@ final class LeaseImpl implements Lease {
         return fencingToken;
     }
 
+    /**
+     * The state, or what the news on its way will make it: LOST once the client is closed or its handle is on a
+     * newer session, SUSPECT once the handle's connection dropped. The news comes on Curator's one listener thread,
+     * which any listener of the application can hold up; the handle is kept on ZooKeeper's event thread.
+     */
     @Override
     public LeaseState state() {
         LeaseState now = current();
-        if ((now == LeaseState.HELD || now == LeaseState.SUSPECT) && context.isClosed()) {
-            return LeaseState.LOST; // what closing the client makes it, if it has not yet
+        if (now != LeaseState.HELD && now != LeaseState.SUSPECT) {
+            return now;
         }
-        return now;
+        if (context.isClosed() || context.handleIndex() != handle) {
+            return LeaseState.LOST;
+        }
+        return now == LeaseState.HELD && !context.handleHasConnection() ? LeaseState.SUSPECT : now;
     }
 
     @Override
@@ -126,6 +140,12 @@ final class LeaseImpl implements Lease {
             // Closing the client lost the hold, even if the context has not got round to saying so: state() reports
             // LOST already, and a close after that changes nothing.
             lostWithSession();
+            return;
+        }
+        if (context.handleIndex() != handle) {
+            // Its session ended, which state() reports already. The server may keep that session a while, and the
+            // nodes with it: they go now, as the news of the loss would have them go.
+            moveTo(LeaseState.LOST, true, () -> nodes.forEach(context::deleteGuaranteed), true);
             return;
         }
         if (!moveTo(LeaseState.RELEASED, true, this::sendRelease) && current() == LeaseState.RELEASED) {
