@@ -158,7 +158,7 @@ final class QueueClaim<T> implements Claim<T> {
         CuratorFramework client = queue.context.client();
         String itemPath = queue.layout.item(name);
         Slots.Outcome outcome = guarded(
-                proving(queue.marker.of(session), () -> {}),
+                proving(queue.marker.of(session)),
                 marker -> List.of(
                         TransactionOps.check(client, marker),
                         TransactionOps.delete(client, itemPath),
@@ -206,7 +206,7 @@ final class QueueClaim<T> implements Claim<T> {
                 marker = markerAgain(marker);
                 markersMade++;
             } else if (!outcome.landed() && outcome.failedOp() == -1) {
-                marker = proving(queue.marker.existing(session), pastWaiting); // nothing landed: send it again
+                marker = proving(queue.marker.existing(session)); // nothing landed: send it again
             } else {
                 return outcome;
             }
@@ -272,7 +272,7 @@ final class QueueClaim<T> implements Claim<T> {
     /** The marker at {@code lost} is gone but not its session: a new one, or null if the claim is gone too. */
     private String markerAgain(String lost) {
         queue.marker.gone(session, lost);
-        return proving(queue.marker.of(session), () -> {});
+        return proving(queue.marker.of(session));
     }
 
     /**
@@ -282,11 +282,11 @@ final class QueueClaim<T> implements Claim<T> {
      * still be ours before the new marker proves it: else the claim is gone, and its name back in play. One request,
      * and only then: a session keeps one marker.
      */
-    private String proving(String marker, Runnable beforeWaiting) {
+    private String proving(String marker) {
         if (marker == null || marker.equals(provenBy)) {
             return marker;
         }
-        if (releasedUnlessOurs(queue.layout.claim(name), beforeWaiting)) {
+        if (releasedUnlessOurs(queue.layout.claim(name))) {
             return null;
         }
         provenBy = marker;
@@ -294,8 +294,8 @@ final class QueueClaim<T> implements Claim<T> {
     }
 
     /** The name is back in play here if the claim node is not ours (any more); true if so. */
-    private boolean releasedUnlessOurs(String claimPath, Runnable beforeWaiting) {
-        if (queue.claimOwner(claimPath, beforeWaiting) != session) {
+    private boolean releasedUnlessOurs(String claimPath) {
+        if (queue.claimOwner(claimPath) != session) {
             queue.items.released(name, session);
             return true;
         }
@@ -306,23 +306,21 @@ final class QueueClaim<T> implements Claim<T> {
      * {check marker, delete claims/X} with a write slot, sent again while the claim's session lives until its outcome
      * is known: a replay of a release that landed fails on the slot's version, so it never deletes a claim somebody
      * made since. Completes {@code answered} once the closer need wait no longer: when the outcome is known, when
-     * the transaction's reply is lost, or before a session marker must be made or the connection waited for. A new
-     * write slot is waited for (a few creates at most, each bounded by Curator's retries), so that the item is back in
-     * play when the closer returns; a marker's wait resends for as long as the session lives, which a closer on
-     * Curator's connection listener thread (where the news of an outage comes from) must not wait out.
+     * the transaction's reply is lost, or before a session marker must be made or proven. A new write slot is waited
+     * for (a few creates at most, each bounded by Curator's retries), so that the item is back in play when the
+     * closer returns; a marker's wait resends for as long as the session lives, which a closer on Curator's
+     * connection listener thread (where the news of an outage comes from) must not wait out.
      */
     private void release(CompletableFuture<Void> answered) {
         String claimPath = queue.layout.claim(name);
         CuratorFramework client = queue.context.client();
         try {
             String marker = queue.marker.existing(session);
-            if (marker == null) {
-                answered.complete(null); // making one waits for as long as the session lives
-                marker = queue.marker.of(session);
+            if (marker == null || !marker.equals(provenBy)) {
+                answered.complete(null);
+                // A claim that landed on a newer session than it was sent on, or a marker made since the claim.
+                marker = proving(marker != null ? marker : queue.marker.of(session));
             }
-            // A claim that landed on a newer session than it was sent on, or a marker made since the claim: one read,
-            // which the closer waits for unless it waits for the connection.
-            marker = proving(marker, () -> answered.complete(null));
             Slots.Outcome outcome = guarded(
                     marker,
                     m -> List.of(TransactionOps.check(client, m), TransactionOps.delete(client, claimPath)),
@@ -339,7 +337,7 @@ final class QueueClaim<T> implements Claim<T> {
             // The release may have landed: the claim node says. A name held for good would hide the item from this
             // client's consumers until the session ends.
             try {
-                releasedUnlessOurs(claimPath, () -> {});
+                releasedUnlessOurs(claimPath);
             } catch (RuntimeException again) {
                 log.debug("release of {} left to its session's end", claimPath, again);
             }

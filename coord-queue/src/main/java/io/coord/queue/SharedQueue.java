@@ -204,11 +204,6 @@ final class SharedQueue {
      * only the owner this answer names lets the claim be withdrawn then.
      */
     long claimOwner(String claimPath) {
-        return claimOwner(claimPath, () -> {});
-    }
-
-    /** Like {@link #claimOwner(String)}, running {@code beforeWaiting} before it waits for a lost connection. */
-    long claimOwner(String claimPath, Runnable beforeWaiting) {
         while (true) {
             CuratorEvent event = BackgroundRequests.finish(
                     context,
@@ -219,7 +214,6 @@ final class SharedQueue {
             if (!ResultCodes.isInDoubt(code)) {
                 return code == Code.OK ? event.getStat().getEphemeralOwner() : 0;
             }
-            beforeWaiting.run();
             BackgroundRequests.awaitFully(context.connected(), claimPath); // fails once the client is closed
         }
     }

@@ -132,23 +132,6 @@ class ClaimSessionTest {
     }
 
     @Test
-    void closingAClaimAfterItsSessionMarkerWasMadeAgainReturnsWithTheItemBackInPlay() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("marker-made-since-close");
-        DistributedQueue<String> queue = queue(zk.newClient(), path);
-        queue.offer("x");
-        queue.offer("y");
-        Claim<String> first = queue.claim(WAIT).orElseThrow();
-        Claim<String> second = queue.claim(WAIT).orElseThrow();
-        deleteSessionMarkers(path);
-        assertTrue(second.ack(), "proven by a marker made again");
-
-        first.close(); // proven by that marker once the claim is found still ours: the closer waits for it
-
-        assertEquals("x", queue.poll(), "back at the head when close() returns");
-        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
-    }
-
-    @Test
     void aClaimWhoseSessionMarkerCannotBeMadeLeavesNoClaimBehind() throws Exception {
         String path = ZooKeeperFixture.uniquePath("marker-refused");
         DistributedQueue<String> queue = queue(zk.newClient(), path);
