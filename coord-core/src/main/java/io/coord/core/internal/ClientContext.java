@@ -477,14 +477,17 @@ public final class ClientContext {
      * drop that came before: such news would have found the handle disconnected already.
      */
     LeaseImpl newLease(LeaseEngine engine, List<String> nodes, long fencingToken, long ownerSession) {
+        // Read before the session is checked, so that a handle made since is found by the check. Curator counts a new
+        // handle a moment before it puts it in place, so a grant in that moment records the new handle's index: its
+        // lease then learns of the session's end from the news alone, as every lease did before the index was kept.
+        long handle = handleIndex();
         stateLock.lock();
         try {
             if (closed || ownerSession != sessionId()) {
                 return null;
             }
             LeaseState state = connected || handleConnected() ? LeaseState.HELD : LeaseState.SUSPECT;
-            // Read after the session was checked: a newer handle than this one is a newer session.
-            LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, handleIndex(), state);
+            LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, handle, state);
             leases.add(lease);
             nodes.forEach(node -> leasesByNode.put(node, lease));
             return lease;
