@@ -287,6 +287,7 @@ final class Slots {
         int carried = slot.version;
         byte[] token = settleToken(carried);
         while (true) {
+            CompletableFuture<Void> dropped = queue.connectionDropped(); // taken before the connection is looked at
             BackgroundRequests.awaitFully(queue.context.connected(), what); // fails if the client is closed meanwhile
             CuratorEvent reply = BackgroundRequests.awaitFully(
                     BackgroundRequests.call(
@@ -317,8 +318,11 @@ final class Slots {
             if (code == Code.NONODE) {
                 throw slotDeleted(slot, what);
             }
-            // A read-only server refuses it: the connection the wait above is for takes writes.
-            if (!ResultCodes.isInDoubt(code) && code != Code.NOTREADONLY) {
+            if (code == Code.NOTREADONLY) {
+                // A read-only server refused it. The news that the connection moved there comes behind this answer
+                // (Curator's listeners can lag further): once heard, the wait above is for one that takes writes.
+                BackgroundRequests.awaitFully(dropped, what);
+            } else if (!ResultCodes.isInDoubt(code)) {
                 throw BackgroundRequests.failure("settling a write with", slot.path, code);
             }
         }
