@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
@@ -37,6 +38,9 @@ import org.apache.zookeeper.data.Stat;
 public final class ZooKeeperEnsemble implements AutoCloseable {
     /** The session timeout of the clients an ensemble hands out unless told otherwise. */
     public static final Duration DEFAULT_SESSION_TIMEOUT = Duration.ofSeconds(4);
+    // Servers listen between these, below the ports systems hand out on their own (see specs).
+    private static final int FIRST_PICKED_PORT = 20_000;
+    private static final int FIRST_EPHEMERAL_PORT = 32_768;
 
     // ZooKeeper grants sessions of 2 to 20 ticks; a 1 s tick allows 2 s to 20 s and notices a dead peer quickly.
     private static final int TICK_MS = 1_000;
@@ -126,16 +130,18 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
 
     /**
      * Specs for {@code count} servers whose 3 ports each (client, quorum, election) are all different. Each port is
-     * picked by binding a socket to port 0 and kept bound until every port is picked: curator-test picks each port
-     * alone and frees it at once, so two ports of one ensemble can come out the same, and the second server to bind
-     * it fails (its embedded ZooKeeper then ends the JVM).
+     * picked by binding a socket to it and kept bound until every port is picked: curator-test picks each port alone
+     * and frees it at once, so two ports of one ensemble can come out the same, and the second server to bind it
+     * fails (its embedded ZooKeeper then ends the JVM). The ports lie below the range systems hand out for port 0 and
+     * for outgoing connections (from 32768 on Linux, 49152 elsewhere), so that the port of a killed server is not
+     * taken by a client's connection, here or in another JVM, before the server restarts.
      */
     static List<InstanceSpec> specs(int count) throws IOException {
         List<ServerSocket> held = new ArrayList<>();
         try {
             int[] ports = new int[3 * count];
             for (int i = 0; i < ports.length; i++) {
-                ServerSocket socket = new ServerSocket(0);
+                ServerSocket socket = bindBelowEphemeralPorts();
                 held.add(socket);
                 ports[i] = socket.getLocalPort();
             }
@@ -152,6 +158,20 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                 socket.close();
             }
         }
+    }
+
+    /** A socket bound to a free port picked at random below the ephemeral range. */
+    private static ServerSocket bindBelowEphemeralPorts() throws IOException {
+        IOException last = null;
+        for (int attempt = 0; attempt < 100; attempt++) {
+            int port = ThreadLocalRandom.current().nextInt(FIRST_PICKED_PORT, FIRST_EPHEMERAL_PORT);
+            try {
+                return new ServerSocket(port);
+            } catch (IOException taken) {
+                last = taken;
+            }
+        }
+        throw new IOException("no free port between " + FIRST_PICKED_PORT + " and " + FIRST_EPHEMERAL_PORT, last);
     }
 
     /** Every server, running or killed, in id order. */

@@ -1,6 +1,7 @@
 package io.coord.testkit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.util.HashSet;
@@ -11,7 +12,7 @@ import org.junit.jupiter.api.Test;
 
 class PortsTest {
     @Test
-    void everyPortOfAnEnsembleIsItsOwn() throws Exception {
+    void everyPortOfAnEnsembleIsItsOwnAndNoneIsOneTheSystemHandsOut() throws Exception {
         for (int round = 0; round < 50; round++) {
             List<InstanceSpec> specs = ZooKeeperEnsemble.specs(5);
             try {
@@ -22,6 +23,8 @@ class PortsTest {
                     ports.add(spec.getElectionPort());
                 }
                 assertEquals(15, ports.size(), specs.toString());
+                // Below the ports the system hands out itself, which a killed server's port must not become.
+                assertTrue(ports.stream().allMatch(port -> port >= 20_000 && port < 32_768), ports.toString());
                 assertEquals(
                         List.of(1, 2, 3, 4, 5),
                         specs.stream().map(InstanceSpec::getServerId).toList());
