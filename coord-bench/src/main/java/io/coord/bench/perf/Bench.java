@@ -99,6 +99,9 @@ public final class Bench {
                 "req/op is the servers' own count of requests received in the window (cons: recved per session), session"
                         + " pings included; the sessions ask for " + Ensemble.LONG_SESSION_TIMEOUT.toSeconds()
                         + " s, so one that waits its turn seldom pings");
+        notes.add("pkts/op is what the servers sent to clients in the window (srvr: Sent), replies and watch"
+                + " notifications alike: a change a view hears costs one packet per client with a view on the path,"
+                + " which req/op does not show; a transaction counts as one request and one packet");
         Results results = new Results(
                 date,
                 machine(),

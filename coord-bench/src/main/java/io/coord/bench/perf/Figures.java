@@ -11,6 +11,7 @@ package io.coord.bench.perf;
  * @param meanMicros mean latency
  * @param throughput operations per second of wall time
  * @param requestsPerOp ZooKeeper requests the servers received, per operation
+ * @param packetsPerOp packets the servers sent to clients, per operation: replies and watch notifications alike
  * @param extra a scenario-specific figure named by its row, such as the added thread count
  */
 public record Figures(
@@ -21,6 +22,7 @@ public record Figures(
         double meanMicros,
         double throughput,
         double requestsPerOp,
+        double packetsPerOp,
         double extra) {
 
     /** {@code this / other} for each figure; NaN where either is missing or the divisor is zero. */
@@ -32,6 +34,7 @@ public record Figures(
                 ratio(meanMicros, other.meanMicros),
                 ratio(throughput, other.throughput),
                 ratio(requestsPerOp, other.requestsPerOp),
+                ratio(packetsPerOp, other.packetsPerOp),
                 ratio(extra, other.extra));
     }
 
@@ -50,5 +53,6 @@ public record Figures(
             double mean,
             double throughput,
             double requestsPerOp,
+            double packetsPerOp,
             double extra) {}
 }

@@ -67,6 +67,8 @@ public final class JsonReport {
                     .append(num(x.throughput()))
                     .append(", \"requests_per_op\": ")
                     .append(num(x.requestsPerOp()))
+                    .append(", \"packets_per_op\": ")
+                    .append(num(x.packetsPerOp()))
                     .append(", \"extra\": ")
                     .append(num(x.extra()))
                     .append('}');
@@ -78,7 +80,8 @@ public final class JsonReport {
         return "{\"impl\": " + str(f.impl()) + ", \"ops\": " + f.ops() + ", \"median_us\": " + num(f.medianMicros())
                 + ", \"p99_us\": " + num(f.p99Micros()) + ", \"mean_us\": " + num(f.meanMicros())
                 + ", \"throughput_per_s\": " + num(f.throughput()) + ", \"requests_per_op\": "
-                + num(f.requestsPerOp()) + ", \"extra\": " + num(f.extra()) + "}";
+                + num(f.requestsPerOp()) + ", \"packets_per_op\": " + num(f.packetsPerOp()) + ", \"extra\": "
+                + num(f.extra()) + "}";
     }
 
     static String num(double v) {

@@ -7,7 +7,8 @@ import org.HdrHistogram.Histogram;
 
 /**
  * What one implementation did in one row, accumulated over the rounds: a latency histogram any thread can record
- * into, plus the operations, wall time and server-side requests of each measured window.
+ * into, plus the operations, wall time, and the requests the servers received and the packets they sent in each
+ * measured window.
  */
 public final class Sample {
     private final String impl;
@@ -17,6 +18,8 @@ public final class Sample {
     private long elapsedNanos;
     private long requests;
     private boolean requestsKnown = true;
+    private long packets;
+    private boolean packetsKnown = true;
     private double extra = Double.NaN;
 
     public Sample(String impl) {
@@ -32,23 +35,22 @@ public final class Sample {
         latency.recordValue(Math.max(0, nanos));
     }
 
-    /** Opens a measured window: reads the servers' request counters, then starts the clock. */
+    /** Opens a measured window: reads the servers' counters, then starts the clock. */
     public Window open(ServerCounters counters) {
-        return new Window(this, counters, counters.requestsReceived(), System.nanoTime());
+        return new Window(this, counters, Counts.read(counters), System.nanoTime());
     }
 
     public synchronized void extra(double value) {
         this.extra = value;
     }
 
-    synchronized void add(long windowOps, long windowNanos, OptionalLong windowRequests) {
+    synchronized void add(long windowOps, long windowNanos, OptionalLong windowRequests, OptionalLong windowPackets) {
         ops += windowOps;
         elapsedNanos += windowNanos;
-        if (windowRequests.isPresent()) {
-            requests += windowRequests.getAsLong();
-        } else {
-            requestsKnown = false;
-        }
+        requests += windowRequests.orElse(0);
+        requestsKnown &= windowRequests.isPresent();
+        packets += windowPackets.orElse(0);
+        packetsKnown &= windowPackets.isPresent();
     }
 
     public synchronized Figures figures() {
@@ -61,31 +63,46 @@ public final class Sample {
                 timed ? latency.getMean() / 1_000.0 : Double.NaN,
                 elapsedNanos > 0 ? ops * 1e9 / elapsedNanos : Double.NaN,
                 requestsKnown && ops > 0 ? (double) requests / ops : Double.NaN,
+                packetsKnown && ops > 0 ? (double) packets / ops : Double.NaN,
                 extra);
     }
 
-    /** A measured stretch of work; {@link #close(long)} adds its time, operations and requests to the sample. */
+    /** The servers' counters at one moment: requests received, packets sent; empty where unknown. */
+    private record Counts(OptionalLong requests, OptionalLong packets) {
+        static Counts read(ServerCounters counters) {
+            return new Counts(counters.requestsReceived(), counters.packetsSent());
+        }
+
+        static OptionalLong delta(OptionalLong start, OptionalLong end) {
+            return start.isPresent() && end.isPresent()
+                    ? OptionalLong.of(end.getAsLong() - start.getAsLong())
+                    : OptionalLong.empty();
+        }
+    }
+
+    /** A measured stretch of work; {@link #close(long)} adds its time, operations and counts to the sample. */
     public static final class Window {
         private final Sample sample;
         private final ServerCounters counters;
-        private final OptionalLong startRequests;
+        private final Counts start;
         private final long startNanos;
 
-        private Window(Sample sample, ServerCounters counters, OptionalLong startRequests, long startNanos) {
+        private Window(Sample sample, ServerCounters counters, Counts start, long startNanos) {
             this.sample = sample;
             this.counters = counters;
-            this.startRequests = startRequests;
+            this.start = start;
             this.startNanos = startNanos;
         }
 
         /** Stops the clock, then reads the counters; returns the window's wall time in nanoseconds. */
         public long close(long ops) {
             long nanos = System.nanoTime() - startNanos;
-            OptionalLong endRequests = counters.requestsReceived();
-            OptionalLong delta = startRequests.isPresent() && endRequests.isPresent()
-                    ? OptionalLong.of(endRequests.getAsLong() - startRequests.getAsLong())
-                    : OptionalLong.empty();
-            sample.add(ops, nanos, delta);
+            Counts end = Counts.read(counters);
+            sample.add(
+                    ops,
+                    nanos,
+                    Counts.delta(start.requests(), end.requests()),
+                    Counts.delta(start.packets(), end.packets()));
             return nanos;
         }
     }

@@ -13,7 +13,7 @@ class ReportTest {
     private static final double NA = Double.NaN;
 
     private static Figures figures(String impl, double median, double throughput, double requests) {
-        return new Figures(impl, 100, median, median * 2, median, throughput, requests, NA);
+        return new Figures(impl, 100, median, median * 2, median, throughput, requests, requests * 2, NA);
     }
 
     @Test
@@ -23,6 +23,7 @@ class ReportTest {
         assertEquals(0.7, r.median(), 1e-9);
         assertEquals(1.5, r.throughput(), 1e-9);
         assertEquals(0.75, r.requestsPerOp(), 1e-9);
+        assertEquals(0.75, r.packetsPerOp(), 1e-9);
     }
 
     @Test
@@ -105,6 +106,7 @@ class ReportTest {
     void jsonHasNullsForMissingFiguresAndEscapesText() {
         String json = JsonReport.render(results(List.of("a \"quoted\"\nline")));
         assertTrue(json.contains("\"extra\": null"));
+        assertTrue(json.contains("\"packets_per_op\": 6"), json);
         assertTrue(json.contains("\"a \\\"quoted\\\"\\nline\""));
         assertTrue(json.contains("\"passed\": false"));
         assertEquals("0.5", JsonReport.num(0.5));
