@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -13,6 +14,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -91,6 +93,47 @@ class QueueRequestCountTest {
         assertTrue(requests < items / 2, () -> requests + " requests: " + nonItemRequests(counter));
         assertEquals(2 * items / 100 + 3, requests, () -> nonItemRequests(counter));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aBatchIsOneRequestAndAClaimItsReadAndOneTransactionWithOneMoreToAckOrClose() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-claim");
+        AllRequests counter = new AllRequests();
+        DistributedQueue<String> queue = traced(path, counter);
+        queue.offer("first"); // the count, the parents, the write slot, the item
+        queue.claim(Duration.ZERO).orElseThrow().close(); // the children, the session's marker
+        assertEquals("first", queue.poll());
+        counter.reset();
+
+        queue.putAll(List.of("a", "b"));
+        assertEquals(List.of("Transaction"), kinds(counter));
+
+        counter.reset();
+        // The names written since the last read are not known yet: one children read. Then "a" is read, and "b" ahead.
+        Claim<String> a = queue.claim(Duration.ZERO).orElseThrow();
+        assertEquals(List.of("GetChildren", "MultiRead", "Transaction"), kinds(counter));
+        counter.reset();
+        assertTrue(a.ack());
+        assertEquals(List.of("Transaction"), kinds(counter));
+
+        counter.reset();
+        Claim<String> b = queue.claim(Duration.ZERO).orElseThrow(); // read ahead: only the claim's transaction
+        assertEquals(List.of("Transaction"), kinds(counter));
+        counter.reset();
+        b.close();
+        assertEquals(List.of("Transaction"), kinds(counter));
+        assertEquals("b", queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    /** What the counted requests were, in order, without their paths. */
+    private static List<String> kinds(AllRequests counter) {
+        return counter.names().stream()
+                .map(name -> Stream.of("GetChildren", "MultiRead", "Transaction")
+                        .filter(name::contains)
+                        .findFirst()
+                        .orElse(name))
+                .toList();
     }
 
     @Test

@@ -123,7 +123,7 @@ public final class DistributedSemaphore {
      * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the node
      */
     public boolean requestRevocation(Participant holder) {
-        return mayRevoke(holder) && engine.requestRevocation(holder);
+        return mayRevoke(holder, false) && engine.requestRevocation(holder);
     }
 
     /**
@@ -138,7 +138,7 @@ public final class DistributedSemaphore {
      * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the path
      */
     public boolean forceRevocation(Participant holder) {
-        return mayRevoke(holder) && engine.forceRevocation(holder);
+        return mayRevoke(holder, true) && engine.forceRevocation(holder);
     }
 
     /**
@@ -146,8 +146,8 @@ public final class DistributedSemaphore {
      * would take a waiter for a holder, or a holder for a waiter. Bad input is refused before the record is read; false
      * if the path is missing, where nothing holds. Nothing is written: a revocation never makes the path again.
      */
-    private boolean mayRevoke(Participant holder) {
-        engine.checkRevocable(holder);
+    private boolean mayRevoke(Participant holder, boolean force) {
+        engine.checkRevocable(holder, force);
         if (record.isVerified()) {
             return true;
         }

@@ -15,6 +15,7 @@ import io.coord.core.Participant;
 import io.coord.testkit.Background;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
+import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
 import java.util.List;
@@ -151,6 +152,28 @@ class SemaphoreRevocationTest {
         assertInstanceOf(CoordinationException.class, failed.getCause());
         assertTrue(held.isValid(), "nothing was revoked");
         held.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aRevocationOnZooKeepersEventThreadIsRefusedBeforeTheLimitIsRead() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-permits-event-thread");
+        DistributedSemaphore owner = new DistributedSemaphore(zk.newClient(), path, 1);
+        Lease lease = owner.acquire();
+        Participant holder = owner.participants().get(0);
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = zk.newClient(counter);
+        DistributedSemaphore asker = new DistributedSemaphore(client, path, 1); // its limit not yet checked
+
+        Throwable refused = Background.thrownOnEventThread(client, () -> asker.forceRevocation(holder));
+
+        assertInstanceOf(IllegalStateException.class, refused);
+        assertTrue(
+                refused.getMessage().startsWith("forcing the revocation of " + holder.nodeName()),
+                refused.getMessage());
+        assertEquals(0, counter.count(path), () -> counter.names(path).toString());
+        assertTrue(lease.isValid());
+        lease.close();
         zk.assertNoLeaks(path);
     }
 

@@ -5,6 +5,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
+import io.coord.core.SequenceNode;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -364,20 +365,21 @@ public final class LeaseEngine {
     }
 
     private boolean revoke(Participant holder, boolean force) {
-        checkRevocable(holder);
-        BackgroundRequests.refuseOnEventThread(
-                force ? "forcing the revocation of" : "requesting the revocation of",
-                Revocations.target(path, prefix, holder).name() + " under " + path);
+        checkRevocable(holder, force);
         return Revocations.revoke(client, path, prefix, predicate, holder, force);
     }
 
     /**
-     * Throws what a revocation of {@code holder} would throw before sending anything: {@link NullPointerException},
-     * {@link IllegalArgumentException} if it names no node of this engine's kind, or what {@link #checkUsable} throws.
+     * Throws what a revocation of {@code holder} ({@code force}d or asked) would throw before sending anything: {@link
+     * NullPointerException}, {@link IllegalArgumentException} if it names no node of this engine's kind, what {@link
+     * #checkUsable} throws, or {@link IllegalStateException} on ZooKeeper's event thread, where its answers would never
+     * come.
      */
-    public void checkRevocable(Participant holder) {
-        Revocations.target(path, prefix, holder);
+    public void checkRevocable(Participant holder, boolean force) {
+        SequenceNode node = Revocations.target(path, prefix, holder);
         checkUsable();
+        BackgroundRequests.refuseOnEventThread(
+                force ? "forcing the revocation of" : "requesting the revocation of", node.name() + " under " + path);
     }
 
     /**
