@@ -55,9 +55,9 @@ public interface Observer {
     enum QueueOperation {
         /** {@code offer}, {@code put} or {@code putAll}. */
         OFFER,
-        /** {@code poll}, {@code take} or {@code remove}: one item at most (so is a {@code drainTo} of one at most). */
+        /** {@code poll}, {@code take} or {@code remove}: one item at most. */
         POLL,
-        /** {@code drainTo} of more than one item at most. */
+        /** {@code drainTo}, whatever its {@code maxItems}. */
         DRAIN,
         /** {@code claim}. */
         CLAIM;
