@@ -450,15 +450,18 @@ public final class ClientContext {
         return client.getZookeeperClient().getInstanceIndex();
     }
 
-    /** Curator's own flag, kept on ZooKeeper's event thread: false from the moment the connection drops. */
+    /**
+     * Curator's own flag, kept on ZooKeeper's event thread: false from the moment the connection drops, true on a
+     * read-only connection too.
+     */
     boolean handleHasConnection() {
         return client.getZookeeperClient().isConnected();
     }
 
     /** Whether the client's handle has a connection that takes writes. */
     private boolean handleConnected() {
-        if (!client.getZookeeperClient().isConnected()) {
-            return false; // Curator's own flag, which counts a read-only connection too
+        if (!handleHasConnection()) {
+            return false;
         }
         try {
             return client.getZookeeperClient().getZooKeeper().getState() == ZooKeeper.States.CONNECTED;
