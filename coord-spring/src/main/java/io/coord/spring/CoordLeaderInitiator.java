@@ -153,10 +153,20 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
         }
     }
 
-    /** Leaves the election; {@code callback} runs once a running term has ended. */
+    /**
+     * Leaves the election; {@code callback} runs once a running term has ended. Called by the candidate itself while
+     * it leads (a context closed from onGranted, say), it runs the callback at once, as {@link #stop()} returns at
+     * once there: the term can end only after the candidate's code returns, and whoever waits for the callback may be
+     * holding up that very thread.
+     */
     @Override
     public void stop(Runnable callback) {
-        leave().whenComplete((ignored, failure) -> callback.run());
+        CompletableFuture<Void> ended = leave();
+        if (termThread.get() == Boolean.TRUE) {
+            callback.run();
+            return;
+        }
+        ended.whenComplete((ignored, failure) -> callback.run());
     }
 
     @Override

@@ -347,6 +347,37 @@ class CoordLeaderInitiatorTest {
     }
 
     @Test
+    void aCandidateThatStopsItsOwnInitiatorWithACallbackWhileLeadingHasTheCallbackRunAtOnce() throws Exception {
+        // As Spring's lifecycle processor does when the leader closes its own context: stop(callback), then a wait for
+        // the callback on that same thread, which the term's end would wait for in turn.
+        AtomicReference<CoordLeaderInitiator> self = new AtomicReference<>();
+        CoordLeaderInitiator initiator = new CoordLeaderInitiator(
+                zk.newClient(),
+                new DefaultCandidate("s", "billing") {
+                    @Override
+                    public void onGranted(Context context) {
+                        events.add("s granted");
+                        CountDownLatch stopped = new CountDownLatch(1);
+                        self.get().stop(stopped::countDown);
+                        events.add("s stopped itself, callback run: " + (stopped.getCount() == 0));
+                    }
+
+                    @Override
+                    public void onRevoked(Context context) {
+                        events.add("s revoked");
+                    }
+                },
+                "/leaders-self-callback");
+        self.set(initiator);
+        initiator.start();
+
+        await().until(() -> events.contains("s revoked"));
+        assertThat(events).containsExactly("s granted", "s stopped itself, callback run: true", "s revoked");
+        assertThat(initiator.isRunning()).isFalse();
+        zk.assertNoLeaksUnder("/leaders-self-callback/billing");
+    }
+
+    @Test
     void badRolesRootsAndIdsAreRefusedBeforeAnythingIsWritten() throws Exception {
         CuratorFramework client = zk.newClient();
         assertThatThrownBy(() -> new CoordLeaderInitiator(client, new DefaultCandidate("a", "x/y")))
