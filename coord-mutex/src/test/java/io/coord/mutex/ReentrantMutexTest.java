@@ -22,7 +22,10 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Lock;
+import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -415,6 +418,39 @@ class ReentrantMutexTest {
             }
             assertTrue(mutex.acquire(Duration.ZERO), "free, yet refused in round " + round);
             mutex.release();
+        }
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void stagesChainedOnAnAcquisitionRunOnlyOnceTheCallerGivingUpHasWithdrawnIt() throws Exception {
+        // Giving up runs the stages the caller chained before, on the caller's thread: a look from one of them must not
+        // be queued behind the node being withdrawn. Three ways to give up: cancel, a timeout as orTimeout completes
+        // the future with, and a completion from outside.
+        String path = ZooKeeperFixture.uniquePath("stage-after-withdrawal");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        List<Consumer<CompletableFuture<Lease>>> waysToGiveUp = List.of(
+                given -> given.cancel(false),
+                given -> given.completeExceptionally(new TimeoutException()),
+                given -> given.complete(null));
+        for (int round = 0; round < 30; round++) {
+            CompletableFuture<Lease> given = mutex.acquireAsync();
+            AtomicReference<Boolean> looked = new AtomicReference<>();
+            given.whenComplete((lease, error) -> {
+                if (lease == null) {
+                    boolean got = mutex.asLock().tryLock();
+                    if (got) {
+                        mutex.release();
+                    }
+                    looked.set(got);
+                }
+            });
+            waysToGiveUp.get(round % waysToGiveUp.size()).accept(given);
+            if (looked.get() == null) {
+                given.join().close(); // granted before the caller gave up: nothing was withdrawn this round
+            } else {
+                assertTrue(looked.get(), "free, yet refused in round " + round);
+            }
         }
         zk.assertNoLeaks(path);
     }

@@ -16,7 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
@@ -200,48 +200,78 @@ public final class LeaseEngine {
     private CompletableFuture<Lease> acquireAsync(int nodes, LeasePredicate grant, Consumer<Lease> granted) {
         Attempt attempt = start(new Attempt.Request(nodes, grant, false));
         Acquisition future = new Acquisition(attempt);
-        AtomicReference<Lease> delivered = new AtomicReference<>();
         attempt.result.whenComplete((lease, error) -> context().callbacks().execute(() -> {
             if (error != null) {
-                future.completeExceptionally(error);
-                return;
-            }
-            delivered.set(lease);
-            granted.accept(lease);
-            if (!future.complete(lease)) {
-                lease.close(); // the caller gave up first
+                future.fail(error);
+            } else {
+                granted.accept(lease);
+                future.deliver(lease);
             }
         }));
-        future.whenComplete((lease, error) -> {
-            // Cancelled, timed out, or completed from outside with anything but our lease: withdraw.
-            if (lease == null || lease != delivered.get()) {
-                giveUp(
-                        attempt,
-                        isTimeout(error) ? Observer.AcquireOutcome.TIMED_OUT : Observer.AcquireOutcome.CANCELLED);
-            }
-        });
         return future;
     }
 
     /**
-     * The caller's future of an async acquisition. Its {@code cancel} withdraws on the caller's thread before it
-     * returns (a dependent, which the delivering thread may run instead, would not), so that whatever the caller sends
-     * next lands after the withdrawal's deletes.
+     * The caller's future of an async acquisition. Cancelling it, or completing it from outside (as {@code orTimeout}
+     * and {@code completeOnTimeout} do), withdraws the request on the calling thread before the future completes, so
+     * that the stages the caller chained on it run after the withdrawal's deletes are sent, and whatever they send
+     * lands after them (dependents run newest first: a withdrawal chained as one would run last).
      */
     private static final class Acquisition extends CompletableFuture<Lease> {
         private final Attempt attempt;
+        // Set by whichever completes the future first, the engine or the caller, before the future is completed.
+        private final AtomicBoolean claimed = new AtomicBoolean();
 
         Acquisition(Attempt attempt) {
             this.attempt = attempt;
+            // Completions that cannot be intercepted here (obtrude*, completeAsync) still withdraw, as dependents.
+            super.whenComplete((lease, error) -> {
+                if (claimed.compareAndSet(false, true)) {
+                    giveUp(attempt, why(error));
+                }
+            });
         }
 
         @Override
         public boolean cancel(boolean mayInterruptIfRunning) {
-            boolean cancelled = super.cancel(mayInterruptIfRunning);
-            if (cancelled) {
-                giveUp(attempt, Observer.AcquireOutcome.CANCELLED);
+            withdrawFirst(Observer.AcquireOutcome.CANCELLED);
+            return super.cancel(mayInterruptIfRunning);
+        }
+
+        @Override
+        public boolean complete(Lease value) {
+            withdrawFirst(Observer.AcquireOutcome.CANCELLED);
+            return super.complete(value);
+        }
+
+        @Override
+        public boolean completeExceptionally(Throwable error) {
+            withdrawFirst(why(error));
+            return super.completeExceptionally(error);
+        }
+
+        /** The engine's grant: released at once if the caller gave up first. */
+        void deliver(Lease lease) {
+            if (!claimed.compareAndSet(false, true) || !super.complete(lease)) {
+                lease.close();
             }
-            return cancelled;
+        }
+
+        /** The engine's failure: the attempt has withdrawn itself. */
+        void fail(Throwable error) {
+            if (claimed.compareAndSet(false, true)) {
+                super.completeExceptionally(error);
+            }
+        }
+
+        private void withdrawFirst(Observer.AcquireOutcome why) {
+            if (claimed.compareAndSet(false, true)) {
+                giveUp(attempt, why);
+            }
+        }
+
+        private static Observer.AcquireOutcome why(Throwable error) {
+            return isTimeout(error) ? Observer.AcquireOutcome.TIMED_OUT : Observer.AcquireOutcome.CANCELLED;
         }
     }
 
