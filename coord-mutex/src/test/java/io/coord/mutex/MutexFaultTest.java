@@ -34,6 +34,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.listen.ListenerManager;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.state.ConnectionStateListener;
+import org.apache.curator.framework.state.ConnectionStateListenerManagerFactory;
+import org.apache.curator.retry.RetryForever;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -562,6 +564,33 @@ class MutexFaultTest {
         await("the waiter queued again on its new session")
                 .until(() -> holder.participants().size() == 2
                         && !holder.participants().get(1).nodeName().equals(oldNode));
+        held.close();
+
+        Lease granted = waiting.get(20, TimeUnit.SECONDS);
+        assertTrue(granted.isValid());
+        granted.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aWaiterWhoseClientDampsItsConnectionNewsWithACircuitBreakerQueuesAgainAtEverySessionLoss() throws Exception {
+        // Curator's circuit-breaking listener manager passes the first change on, then holds back those that follow
+        // while its retry policy runs (here, for a minute): a second expiry in that spell is never told to listeners.
+        String path = ZooKeeperFixture.uniquePath("circuit-breaker");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        CuratorFramework waiterClient = zk.newCustomClient(b -> b.connectionStateListenerManagerFactory(
+                ConnectionStateListenerManagerFactory.circuitBreaking(new RetryForever(60_000))));
+        CompletableFuture<Lease> waiting = new ReentrantMutex(waiterClient, path).acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+
+        for (int expiry = 1; expiry <= 2; expiry++) {
+            String before = holder.participants().get(1).nodeName();
+            zk.expireSession(waiterClient);
+            await("the waiter queued again after expiry " + expiry)
+                    .until(() -> holder.participants().size() == 2
+                            && !holder.participants().get(1).nodeName().equals(before));
+        }
         held.close();
 
         Lease granted = waiting.get(20, TimeUnit.SECONDS);

@@ -202,15 +202,33 @@ final class Attempt {
                 // arrive late).
                 return;
             }
-            if (waiting != null) {
-                waiting.stop();
-            }
-            if (looksOnce()) {
-                finish(null, todo);
-            } else {
-                enter(todo);
+            requeue(todo);
+        });
+    }
+
+    /**
+     * A new session began with no loss told of the last (Curator tells of no second loss while it still reports the
+     * first): an attempt whose nodes belong to an older session queues again, as {@link #sessionLost} has it do.
+     * One whose create is unanswered is left to that answer: after a LOST it was sent again already, and queueing it
+     * once more would cost a create and a delete at every expiry.
+     */
+    void sessionReplaced() {
+        act(todo -> {
+            if (!isOver() && !checking && own.exist() && own.session() != context.sessionId()) {
+                requeue(todo);
             }
         });
+    }
+
+    private void requeue(List<Runnable> todo) {
+        if (waiting != null) {
+            waiting.stop();
+        }
+        if (looksOnce()) {
+            finish(null, todo);
+        } else {
+            enter(todo);
+        }
     }
 
     /**

@@ -30,6 +30,7 @@ import org.apache.curator.framework.api.CuratorEventType;
 import org.apache.curator.framework.imps.CuratorFrameworkBase;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.framework.state.ConnectionStateListener;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
@@ -154,7 +155,21 @@ public final class ClientContext {
     }
 
     private void listen(CuratorFramework root) {
-        root.getConnectionStateListenable().addListener(this::stateChanged);
+        root.getConnectionStateListenable().addListener(new ConnectionStateListener() {
+            @Override
+            public void stateChanged(CuratorFramework client, ConnectionState state) {
+                ClientContext.this.stateChanged(client, state);
+            }
+
+            /**
+             * Every change, even behind a circuit-breaking listener manager: one that damps a flapping connection
+             * would hold back the loss of a session, and with it the end of its holds and the requeue of its waiters.
+             */
+            @Override
+            public boolean doNotProxy() {
+                return true;
+            }
+        });
         try {
             root.getCuratorListenable().addListener(this::curatorEvent);
         } catch (UnsupportedOperationException e) {
@@ -764,6 +779,9 @@ public final class ClientContext {
         if (state == ConnectionState.LOST) {
             // Waiters' znodes died with the session: each queues again on the next one.
             List.copyOf(attempts).forEach(Attempt::sessionLost);
+        } else if (event == SessionEvent.NEW_SESSION) {
+            // As for leases above: a waiter queued on an older session whose loss nobody told of queues again.
+            List.copyOf(attempts).forEach(Attempt::sessionReplaced);
         } else if (state == ConnectionState.SUSPENDED || state == ConnectionState.READ_ONLY) {
             List.copyOf(attempts).forEach(Attempt::suspended); // one look cannot wait for the connection
         }
