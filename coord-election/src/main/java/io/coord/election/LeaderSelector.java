@@ -78,8 +78,10 @@ public final class LeaderSelector implements AutoCloseable {
      * Re-enter the election after each term from now on, at the back of the queue: queued again before the term's
      * node is deleted, so that selectors which all requeue take turns in one order, each leading once per round (a
      * term that ends while its client is disconnected may lose its place). An attempt that fails without leading
-     * (ZooKeeper refuses its create, say: not a lost connection or session, which it rides out) is logged and not
-     * made again, since it would fail the same way: {@link #requeue()} tries again.
+     * (ZooKeeper refuses its create, say, throttled or over a quota or under an ACL: not a lost connection or session,
+     * which it rides out) is logged and made again later, 1 s after the first failure in a row and twice as long
+     * after each next one, up to 30 s, until it leads, the selector is closed or its client is. Without
+     * auto-requeueing such a failure leaves the selector out of the election until {@link #requeue()}.
      */
     public void autoRequeue() {
         terms.autoRequeue();

@@ -4,8 +4,10 @@ import static io.coord.election.Departures.logDeparture;
 
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.core.internal.Executors;
 import io.coord.core.internal.LeaseEngine;
 import io.coord.core.internal.Observations;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -13,6 +15,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,6 +27,8 @@ import org.slf4j.LoggerFactory;
 final class SelectorTerms {
     private static final Logger log = LoggerFactory.getLogger(SelectorTerms.class);
     private static final AtomicInteger THREAD_IDS = new AtomicInteger();
+    private static final Duration FIRST_RETRY_DELAY = Duration.ofSeconds(1);
+    private static final Duration MAX_RETRY_DELAY = Duration.ofSeconds(30);
 
     private enum Phase {
         LATENT,
@@ -54,6 +59,8 @@ final class SelectorTerms {
     // its term stops leading or the task returns, whichever comes first.
     private boolean reportedLeading;
     private Lease stoppedUnreported; // a term that stopped leading after its task was handed it, before it was reported
+    // Attempts that failed in a row while auto-requeueing, each tried again later than the one before.
+    private int failedInARow;
     private final TermRequest request;
 
     SelectorTerms(LeaseEngine engine, String name, LeadershipTask task) {
@@ -207,13 +214,25 @@ final class SelectorTerms {
         }
     }
 
-    /** Under {@link #lock}: takes the term, or the failure; returns what to do once the lock is released. */
+    /**
+     * Under {@link #lock}: takes the term, or the failure; returns what to do once the lock is released. A failed
+     * attempt of an auto-requeueing selector is made again later, unless its client was closed: what ZooKeeper refused
+     * (a create throttled, over a quota, or under an ACL that is put right later) may be granted next time.
+     */
     private Runnable granted(Lease lease, Throwable error) {
         term = lease;
+        if (error != null && autoRequeue && engine.client().getState() != CuratorFrameworkState.STOPPED) {
+            Duration delay = retryDelay(++failedInARow);
+            return () -> {
+                log.warn("{} could not join the election; it tries again in {}", name, delay, error);
+                Executors.later(this::joinAgain, delay);
+            };
+        }
         moveTo(error == null ? Phase.LEADING : Phase.IDLE);
         if (error != null) {
             return () -> logDeparture(log, engine, name + " (requeue() to try again)", error);
         }
+        failedInARow = 0;
         return () -> {
             // Runs on whichever thread moves the lease, possibly under the engine's locks, and no listener the task
             // adds to its term can hold it back: it only interrupts.
@@ -227,6 +246,30 @@ final class SelectorTerms {
                 endTerm(lease); // closed between the grant and now
             }
         };
+    }
+
+    /** 1 s after the first failure in a row, doubling up to {@link #MAX_RETRY_DELAY}. */
+    static Duration retryDelay(int failedInARow) {
+        int doublings = Math.min(failedInARow - 1, 5);
+        Duration delay = FIRST_RETRY_DELAY.multipliedBy(1L << doublings);
+        return delay.compareTo(MAX_RETRY_DELAY) < 0 ? delay : MAX_RETRY_DELAY;
+    }
+
+    /** On coord's timer: queues again, unless the selector was closed or its attempt withdrawn meanwhile. */
+    private void joinAgain() {
+        lock.lock();
+        try {
+            if (phase != Phase.QUEUED || request.isPending()) {
+                return;
+            }
+        } finally {
+            lock.unlock();
+        }
+        try {
+            join();
+        } catch (RuntimeException e) {
+            logDeparture(log, engine, name, e);
+        }
     }
 
     private void termChanged(Lease lease, LeaseState state) {

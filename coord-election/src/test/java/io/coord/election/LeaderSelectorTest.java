@@ -26,6 +26,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -37,6 +40,8 @@ import org.junit.jupiter.params.Parameter;
 class LeaderSelectorTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    private static final Id ANYONE = new Id("world", "anyone");
 
     @Parameter
     EngineMode mode;
@@ -393,6 +398,78 @@ class LeaderSelectorTest {
             selector.close();
             await().until(() -> !selector.hasLeadership());
             assertEquals(List.of(true, false), heard, "the task's return is the same end, told once");
+            zk.assertNoLeaks(path);
+        } finally {
+            Observations.remove(observer);
+        }
+    }
+
+    @Test
+    void anAutoRequeueingSelectorWhoseAttemptsAreRefusedTriesAgainUntilItLeads() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("refused");
+        CuratorFramework client = zk.newClient();
+        // Anyone may read the path and set its ACL; nobody may create under it, until the ACL is put right.
+        client.create()
+                .creatingParentsIfNeeded()
+                .withACL(List.of(new ACL(ZooDefs.Perms.READ | ZooDefs.Perms.ADMIN, ANYONE)))
+                .forPath(path);
+        AtomicInteger refused = new AtomicInteger();
+        Observer observer = new Observer() {
+            @Override
+            public void acquisitionEnded(
+                    String at, String primitive, String participant, long waitNanos, AcquireOutcome outcome) {
+                if (at.equals(path) && outcome == AcquireOutcome.FAILED) {
+                    refused.incrementAndGet();
+                }
+            }
+        };
+        Observations.add(observer);
+        try {
+            CountDownLatch led = new CountDownLatch(1);
+            LeaderSelector selector = new LeaderSelector(client, path, "refused", term -> led.countDown());
+            selector.autoRequeue();
+            selector.start();
+            await("a refused attempt made again").until(() -> refused.get() >= 2);
+            assertFalse(selector.requeue(), "still queued while it waits to try again");
+
+            client.setACL().withACL(List.of(new ACL(ZooDefs.Perms.ALL, ANYONE))).forPath(path);
+            assertTrue(led.await(20, TimeUnit.SECONDS));
+            selector.close();
+            zk.assertNoLeaks(path);
+        } finally {
+            Observations.remove(observer);
+        }
+    }
+
+    @Test
+    void aSelectorClosedWhileItWaitsToTryAgainSendsNothingMore() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("refused-then-closed");
+        CuratorFramework client = zk.newClient();
+        client.create()
+                .creatingParentsIfNeeded()
+                .withACL(List.of(new ACL(ZooDefs.Perms.READ | ZooDefs.Perms.ADMIN, ANYONE)))
+                .forPath(path);
+        AtomicInteger attempts = new AtomicInteger();
+        Observer observer = new Observer() {
+            @Override
+            public void acquisitionStarted(String at, String primitive) {
+                if (at.equals(path)) {
+                    attempts.incrementAndGet();
+                }
+            }
+        };
+        Observations.add(observer);
+        try {
+            LeaderSelector selector = new LeaderSelector(client, path, "closed", term -> {});
+            selector.autoRequeue();
+            selector.start();
+            await().until(() -> attempts.get() >= 2);
+            selector.close();
+            int made = attempts.get();
+            client.setACL().withACL(List.of(new ACL(ZooDefs.Perms.ALL, ANYONE))).forPath(path);
+
+            // The next try was due within 2 s of the last: give it 5 s to show itself.
+            await().during(Duration.ofSeconds(5)).atMost(Duration.ofSeconds(10)).until(() -> attempts.get() == made);
             zk.assertNoLeaks(path);
         } finally {
             Observations.remove(observer);

@@ -1,5 +1,6 @@
 package io.coord.core.internal;
 
+import java.time.Duration;
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -10,7 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** The threads coord runs on besides ZooKeeper's: none of them exists while there is nothing to do. */
-final class Executors {
+public final class Executors {
     private static final AtomicInteger IDS = new AtomicInteger();
 
     /**
@@ -25,6 +26,11 @@ final class Executors {
     static final ScheduledThreadPoolExecutor TIMER = timer();
 
     private Executors() {}
+
+    /** Runs {@code task} on coord's timer once {@code delay} has passed; the task must be quick and never block. */
+    public static void later(Runnable task, Duration delay) {
+        TIMER.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
+    }
 
     private static ScheduledThreadPoolExecutor timer() {
         ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, daemon("coord-timer-"));
