@@ -215,6 +215,25 @@ final class LatchCandidacy {
         }
     }
 
+    /**
+     * Adds a listener. One added while the latch leads is told {@code isLeader} with the term first, so that the
+     * {@code notLeader} that ends the term always follows an {@code isLeader}. Under the lock, so that no change of
+     * phase falls between the look and the registration.
+     */
+    void addListener(LeaderListener listener, Executor executor) {
+        lock.lock();
+        try {
+            if (phase == Phase.LEADING) {
+                Lease leaderTerm = term;
+                listeners.addAndTell(listener, executor, "isLeader", l -> l.isLeader(leaderTerm));
+            } else {
+                listeners.add(listener, executor);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     // ---- state ----
 
     /** The one place the phase changes. Runs under {@link #lock}; listeners hear of it after the change. */

@@ -54,7 +54,6 @@ public final class LeaderLatch implements AutoCloseable {
 
     private final LeaseEngine engine;
     private final String id;
-    private final OrderedListeners<LeaderListener> listeners;
     private final LatchCandidacy candidacy;
 
     /** Checks its arguments and does no I/O; {@link #start()} joins the election. */
@@ -66,7 +65,7 @@ public final class LeaderLatch implements AutoCloseable {
         this.engine = new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), data);
         // Listeners hear of changes on a queue apart from the candidacy's own: one that blocks, say in await() on a
         // direct executor, must not hold back the grant that would end its wait.
-        this.listeners = new OrderedListeners<>(path, SerialExecutor.onCallbacks());
+        OrderedListeners<LeaderListener> listeners = new OrderedListeners<>(path, SerialExecutor.onCallbacks());
         this.candidacy = new LatchCandidacy(engine, toString(), SerialExecutor.onCallbacks(), listeners);
     }
 
@@ -111,11 +110,12 @@ public final class LeaderLatch implements AutoCloseable {
     }
 
     /**
-     * Tells {@code listener}, on {@code executor}, of every change of leadership after this call, in order. A
-     * listener that throws is logged and ignored.
+     * Tells {@code listener}, on {@code executor}, of every change of leadership after this call, in order. Added while
+     * the latch leads, it is told {@code isLeader} with the current term first, so that every {@code notLeader} it
+     * hears follows an {@code isLeader}. A listener that throws is logged and ignored.
      */
     public void addListener(LeaderListener listener, Executor executor) {
-        listeners.add(listener, executor);
+        candidacy.addListener(listener, executor);
     }
 
     /**

@@ -100,6 +100,22 @@ class LeaderLatchTest {
     }
 
     @Test
+    void aListenerAddedWhileTheLatchLeadsHearsIsLeaderBeforeTheNotLeaderThatEndsTheTerm() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("listener-added-late");
+        LeaderLatch latch = new LeaderLatch(zk.newClient(), path, "late");
+        latch.start();
+        assertTrue(latch.await(Duration.ofSeconds(10)));
+        List<String> heard = new CopyOnWriteArrayList<>();
+
+        latch.addListener(recorder("late", heard), Runnable::run);
+        latch.close();
+
+        await().until(() -> heard.size() == 2);
+        assertEquals(List.of("late isLeader", "late notLeader"), heard);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aLeaderThatClosesItsLatchFromItsOwnListenerHandsOver() throws Exception {
         String path = ZooKeeperFixture.uniquePath("close-in-listener");
         LeaderLatch first = new LeaderLatch(zk.newClient(), path, "first");
