@@ -1,6 +1,7 @@
 package io.coord.election;
 
 import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.ResultCodes;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
@@ -79,8 +80,29 @@ final class ChildrenWatches {
      * view's watch is persistent.
      */
     private void drop(String path) {
-        context.dropWatches(path, Watcher.WatcherType.Children);
-        context.dropWatches(path, Watcher.WatcherType.Data);
+        drop(path, Watcher.WatcherType.Children);
+        drop(path, Watcher.WatcherType.Data);
+    }
+
+    /**
+     * A drop lost with the connection leaves the watch with the client, which puts it back on the server as it
+     * reconnects: sent again once connected, unless somebody follows the path by then.
+     */
+    private void drop(String path, Watcher.WatcherType type) {
+        context.dropWatchesAnswering(path, type).thenAccept(code -> {
+            if (ResultCodes.isInDoubt(code)) {
+                context.whenConnected(() -> {
+                    lock.lock();
+                    try {
+                        if (!followers.containsKey(path)) {
+                            drop(path, type);
+                        }
+                    } finally {
+                        lock.unlock();
+                    }
+                });
+            }
+        });
     }
 
     private void fired(WatchedEvent event) {

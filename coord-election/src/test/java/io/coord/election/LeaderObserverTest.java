@@ -14,11 +14,14 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
@@ -161,6 +164,35 @@ class LeaderObserverTest {
         // Nothing changes on the path from here on: the observer's close alone must take its watch off the server.
         await().until(() -> zk.watchCount() == 1);
         assertTrue(leader.hasLeadership());
+        leader.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void anObserverClosedWhileItsServerIsDownTakesItsWatchOffOnceTheServerIsBack() throws Exception {
+        assumeTrue(mode == EngineMode.WATCH, "a view's watch is dropped by the view, which has its own test");
+        String path = ZooKeeperFixture.uniquePath("closed-in-outage");
+        LeaderLatch leader = new LeaderLatch(zk.newOutageProofClient(), path, "leader");
+        leader.start();
+        assertTrue(leader.await(Duration.ofSeconds(10)));
+        await().until(() -> zk.watchCount() == 1); // the leader's own (see above)
+        CuratorFramework watching = zk.newOutageProofClient();
+        LeaderObserver observer = new LeaderObserver(watching, path);
+        observer.start();
+        await().until(() -> observer.leader().isPresent());
+
+        zk.stopServer();
+        await().until(() -> !watching.getZookeeperClient().isConnected());
+        observer.close();
+        // A request queued behind the drop on the same handle fails with it, when the next connection attempt fails:
+        // the client then keeps the watch, and would set it on the server again as it reconnects.
+        CompletableFuture<Integer> probe = new CompletableFuture<>();
+        watching.getZookeeperClient().getZooKeeper().exists("/", false, (rc, p, ctx, stat) -> probe.complete(rc), null);
+        assertEquals(KeeperException.Code.CONNECTIONLOSS.intValue(), probe.get(20, TimeUnit.SECONDS));
+        zk.restartServer();
+
+        await().until(leader::hasLeadership); // confirmed on its session again
+        await().until(() -> zk.watchCount() == 1);
         leader.close();
         zk.assertNoLeaks(path);
     }
