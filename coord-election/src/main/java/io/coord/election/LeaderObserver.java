@@ -59,7 +59,18 @@ public final class LeaderObserver implements AutoCloseable {
     private final ClientContext context;
     private final ChildrenWatches watches;
     private final Runnable onChange = this::readChildren;
-    private final ConnectionStateListener connectionListener = this::connectionChanged;
+    // Not damped by a circuit-breaking listener manager: a new session must be read at once.
+    private final ConnectionStateListener connectionListener = new ConnectionStateListener() {
+        @Override
+        public void stateChanged(CuratorFramework c, ConnectionState state) {
+            connectionChanged(c, state);
+        }
+
+        @Override
+        public boolean doNotProxy() {
+            return true;
+        }
+    };
     private final OrderedListeners<Consumer<Optional<Participant>>> listeners;
 
     private final ReentrantLock lock = new ReentrantLock();

@@ -32,6 +32,7 @@ import org.apache.curator.drivers.EventTrace;
 import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.listen.ListenerManager;
+import org.apache.curator.framework.listen.StandardListenerManager;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.state.ConnectionStateListener;
 import org.apache.curator.framework.state.ConnectionStateListenerManagerFactory;
@@ -597,6 +598,47 @@ class MutexFaultTest {
         assertTrue(granted.isValid());
         granted.close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aNewSessionWhosePredecessorsLossWentUntoldRequeuesAWaiterAllTheSame() throws Exception {
+        // Curator tells of no second loss while it still reports the first. Here the waiter's client tells of no loss
+        // at all, to anybody: the new session's connection is all coord hears of.
+        String path = ZooKeeperFixture.uniquePath("untold-loss");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        CuratorFramework waiterClient = zk.newCustomClient(b -> b.connectionStateListenerManagerFactory(
+                c -> StandardListenerManager.<ConnectionStateListener>mappingStandard(MutexFaultTest::deafToLoss)));
+        CompletableFuture<Lease> waiting = new ReentrantMutex(waiterClient, path).acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        String oldNode = holder.participants().get(1).nodeName();
+
+        waiterClient.getZookeeperClient().reset(); // a new handle: its old session's nodes and watches go
+        await("the waiter queued again on its new session")
+                .until(() -> holder.participants().size() == 2
+                        && !holder.participants().get(1).nodeName().equals(oldNode));
+        held.close();
+
+        Lease granted = waiting.get(20, TimeUnit.SECONDS);
+        assertTrue(granted.isValid());
+        granted.close();
+        zk.assertNoLeaks(path);
+    }
+
+    private static ConnectionStateListener deafToLoss(ConnectionStateListener listener) {
+        return new ConnectionStateListener() {
+            @Override
+            public void stateChanged(CuratorFramework client, ConnectionState state) {
+                if (state != ConnectionState.LOST) {
+                    listener.stateChanged(client, state);
+                }
+            }
+
+            @Override
+            public boolean doNotProxy() {
+                return listener.doNotProxy();
+            }
+        };
     }
 
     @Test

@@ -724,13 +724,14 @@ public final class ClientContext {
         List<LeaseImpl> lost = List.of();
         long epoch;
         SessionEvent event;
+        boolean lateLoss;
         stateLock.lock();
         try {
             epoch = ++connectionEpoch;
             long tracked = session; // the session we were on, which a LOST ends
             // A session's loss follows the drop of its connection. One heard while connected, on the session the handle
             // reports, is late news of an older session: Curator can tell of the next session's connection first.
-            boolean lateLoss = state == ConnectionState.LOST && connected && tracked != 0 && tracked == sessionId();
+            lateLoss = state == ConnectionState.LOST && connected && tracked != 0 && tracked == sessionId();
             event = lateLoss ? null : sessionEvent(state);
             switch (state) {
                 case CONNECTED, RECONNECTED -> {
@@ -776,11 +777,13 @@ public final class ClientContext {
             sessionListeners.forEach(l -> l.sessionChanged(event));
             views.values().forEach(v -> v.sessionChanged(event));
         }
-        if (state == ConnectionState.LOST) {
+        if (state == ConnectionState.LOST && !lateLoss) {
             // Waiters' znodes died with the session: each queues again on the next one.
             List.copyOf(attempts).forEach(Attempt::sessionLost);
-        } else if (event == SessionEvent.NEW_SESSION) {
-            // As for leases above: a waiter queued on an older session whose loss nobody told of queues again.
+        } else if (event == SessionEvent.NEW_SESSION || state == ConnectionState.LOST) {
+            // A new session whose predecessor's loss nobody told of, as for leases above, or late news of a loss once
+            // the next session is up: a waiter queued on an older session queues again, and only such a one (a
+            // waiter that queued again on the new session already may still wait for its create's answer).
             List.copyOf(attempts).forEach(Attempt::sessionReplaced);
         } else if (state == ConnectionState.SUSPENDED || state == ConnectionState.READ_ONLY) {
             List.copyOf(attempts).forEach(Attempt::suspended); // one look cannot wait for the connection
