@@ -51,7 +51,10 @@ public final class ReentrantMutex implements DistributedLock {
     /** Times its deadlines with {@code ticker}, a nanosecond clock like {@link System#nanoTime()}. */
     ReentrantMutex(CuratorFramework client, String path, String participantId, LongSupplier ticker) {
         byte[] id = Arguments.participantId(participantId).getBytes(StandardCharsets.UTF_8);
-        this.lock = new ThreadBoundLock(new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), id, ticker));
+        LeaseEngine engine = new LeaseEngine(client, path, PREFIX, LeasePredicate.maxLeases(1), id, ticker);
+        this.lock = new ThreadBoundLock(engine);
+        // While it waits or holds, as a registry that finds it again through a weak reference needs.
+        engine.keepReachable(this);
     }
 
     @Override

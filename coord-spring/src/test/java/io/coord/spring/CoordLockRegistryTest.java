@@ -6,8 +6,10 @@ import static org.awaitility.Awaitility.await;
 
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.mutex.ReentrantMutex;
 import io.coord.testkit.ZooKeeperEnsemble;
 import io.coord.testkit.ZooKeeperTest;
+import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -269,6 +271,30 @@ class CoordLockRegistryTest {
                 .isTrue();
         assertThat(registry.mutex("waited").isAcquiredInThisProcess()).isFalse();
         zk.assertNoLeaksUnder("/locks/waited");
+    }
+
+    @Test
+    void theMutexOfAForgottenLockStaysTheKeysWhileItsAcquisitionIsUnderWayThoughNobodyRefersToIt() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        CoordLockRegistry elsewhere = new CoordLockRegistry(zk.newClient(), "/locks");
+        Lock theirs = elsewhere.obtain("unreferenced");
+        theirs.lock();
+        // Asked for asynchronously, so that no frame of a waiting thread refers to the mutex either.
+        WeakReference<ReentrantMutex> asked = new WeakReference<>(registry.mutex("unreferenced"));
+        CompletableFuture<Lease> pending = asked.get().acquireAsync();
+        await().until(() -> elsewhere.mutex("unreferenced").participants().size() == 2);
+        registry.expireUnusedOlderThan(0); // nothing of the registry's own says the lock is in use
+        for (int i = 0; i < 3; i++) {
+            System.gc(); // a collection would clear the registry's weak reference to an unreachable mutex
+        }
+
+        ReentrantMutex found = registry.mutex("unreferenced");
+        assertThat(found).as("the mutex whose acquisition is under way").isSameAs(asked.get());
+        theirs.unlock();
+        Lease lease = pending.get(30, TimeUnit.SECONDS);
+        assertThat(registry.mutex("unreferenced").isAcquiredInThisProcess()).isTrue();
+        lease.close();
+        zk.assertNoLeaksUnder("/locks/unreferenced");
     }
 
     @Test

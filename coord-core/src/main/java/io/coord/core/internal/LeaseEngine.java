@@ -45,6 +45,7 @@ public final class LeaseEngine {
     private volatile String participantId; // decoded from the node data on first report
     private volatile int maxNodesTogether; // measured on first use: 0 until then
     private volatile ClientContext context; // looked up on first use: constructors do no I/O and register nothing
+    private volatile Object owner; // only held, never read: see keepReachable
 
     /** Checks its arguments and does no I/O. */
     public LeaseEngine(CuratorFramework client, String path, String prefix, LeasePredicate predicate, byte[] nodeData) {
@@ -99,6 +100,16 @@ public final class LeaseEngine {
         this.prefix = Objects.requireNonNull(prefix, "prefix");
         this.predicate = Objects.requireNonNull(predicate, "predicate");
         this.nodeData = Objects.requireNonNull(nodeData, "nodeData").clone();
+    }
+
+    /**
+     * Keeps {@code primitive}, the object built on this engine, reachable for as long as the engine is: while any of
+     * its attempts or leases lives, since the client's context holds those, and they the engine. A caller that let go
+     * of the primitive, and looks it up again by a weak reference while it still waits or holds, so finds the same
+     * object, with the same thread-bound holds.
+     */
+    public void keepReachable(Object primitive) {
+        owner = primitive;
     }
 
     public String path() {
@@ -232,22 +243,22 @@ public final class LeaseEngine {
             });
         }
 
+        // Each of these returns false, without completing, once another completion has claimed the future: that one
+        // completes it, the engine with its lease, or the first caller to give up after its withdrawal.
+
         @Override
         public boolean cancel(boolean mayInterruptIfRunning) {
-            withdrawFirst(Observer.AcquireOutcome.CANCELLED);
-            return super.cancel(mayInterruptIfRunning);
+            return withdrawFirst(Observer.AcquireOutcome.CANCELLED) && super.cancel(mayInterruptIfRunning);
         }
 
         @Override
         public boolean complete(Lease value) {
-            withdrawFirst(Observer.AcquireOutcome.CANCELLED);
-            return super.complete(value);
+            return withdrawFirst(Observer.AcquireOutcome.CANCELLED) && super.complete(value);
         }
 
         @Override
         public boolean completeExceptionally(Throwable error) {
-            withdrawFirst(why(error));
-            return super.completeExceptionally(error);
+            return withdrawFirst(why(error)) && super.completeExceptionally(error);
         }
 
         /** The engine's grant: released at once if the caller gave up first. */
@@ -264,10 +275,13 @@ public final class LeaseEngine {
             }
         }
 
-        private void withdrawFirst(Observer.AcquireOutcome why) {
-            if (claimed.compareAndSet(false, true)) {
-                giveUp(attempt, why);
+        /** Claims the future for a caller that gives up, and withdraws; false if it was claimed already. */
+        private boolean withdrawFirst(Observer.AcquireOutcome why) {
+            if (!claimed.compareAndSet(false, true)) {
+                return false;
             }
+            giveUp(attempt, why);
+            return true;
         }
 
         private static Observer.AcquireOutcome why(Throwable error) {
