@@ -80,8 +80,10 @@ public final class LeaderSelector implements AutoCloseable {
      * term that ends while its client is disconnected may lose its place). An attempt that fails without leading
      * (ZooKeeper refuses its create, say, throttled or over a quota or under an ACL: not a lost connection or session,
      * which it rides out) is logged and made again later, 1 s after the first failure in a row and twice as long
-     * after each next one, up to 30 s, until it leads, the selector is closed or its client is. Without
-     * auto-requeueing such a failure leaves the selector out of the election until {@link #requeue()}.
+     * after each next one, up to 30 s, until it leads, the selector is closed or its client is. While it waits to try
+     * again it counts as queued: {@link #requeue()} returns false, and {@link #cancelQueued()} withdraws the retry
+     * (then {@link #requeue()} tries at once). Without auto-requeueing such a failure leaves the selector out of the
+     * election until {@link #requeue()}.
      */
     public void autoRequeue() {
         terms.autoRequeue();
@@ -143,7 +145,9 @@ public final class LeaderSelector implements AutoCloseable {
 
     /**
      * Leaves the election: withdraws a pending request and interrupts a running task. The term's znode is deleted
-     * when the task returns, and the selector's thread ends after it. Does not wait for the task. Idempotent.
+     * when the task returns, and the selector's thread ends after it. Does not wait for the task: one whose term was
+     * granted as the selector closed may still start after this returns, with its thread interrupted already and its
+     * term still held (its fencing token is good until the task returns). Idempotent.
      */
     @Override
     public void close() {

@@ -59,8 +59,10 @@ final class SelectorTerms {
     // its term stops leading or the task returns, whichever comes first.
     private boolean reportedLeading;
     private Lease stoppedUnreported; // a term that stopped leading after its task was handed it, before it was reported
-    // Attempts that failed in a row while auto-requeueing, each tried again later than the one before.
+    // Attempts that failed in a row while auto-requeueing, each tried again later than the one before; and the
+    // number of the retry due, so that one withdrawn meanwhile (cancelQueued) does nothing when its time comes.
     private int failedInARow;
+    private int retryDue;
     private final TermRequest request;
 
     SelectorTerms(LeaseEngine engine, String name, LeadershipTask task) {
@@ -128,6 +130,8 @@ final class SelectorTerms {
                 return false;
             }
             waiting = request.withdraw(); // a grant already on its way finds itself unwanted and releases its lease
+            retryDue++; // a retry of a refused attempt is withdrawn too
+            failedInARow = 0;
             moveTo(Phase.IDLE);
         } finally {
             lock.unlock();
@@ -223,9 +227,10 @@ final class SelectorTerms {
         term = lease;
         if (error != null && autoRequeue && engine.client().getState() != CuratorFrameworkState.STOPPED) {
             Duration delay = retryDelay(++failedInARow);
+            int retry = ++retryDue;
             return () -> {
                 log.warn("{} could not join the election; it tries again in {}", name, delay, error);
-                Executors.later(this::joinAgain, delay);
+                Executors.later(() -> joinAgain(retry), delay);
             };
         }
         moveTo(error == null ? Phase.LEADING : Phase.IDLE);
@@ -255,11 +260,11 @@ final class SelectorTerms {
         return delay.compareTo(MAX_RETRY_DELAY) < 0 ? delay : MAX_RETRY_DELAY;
     }
 
-    /** On coord's timer: queues again, unless the selector was closed or its attempt withdrawn meanwhile. */
-    private void joinAgain() {
+    /** Queues again, unless the selector was closed or the retry withdrawn meanwhile. */
+    private void joinAgain(int retry) {
         lock.lock();
         try {
-            if (phase != Phase.QUEUED || request.isPending()) {
+            if (retry != retryDue || phase != Phase.QUEUED || request.isPending()) {
                 return;
             }
         } finally {

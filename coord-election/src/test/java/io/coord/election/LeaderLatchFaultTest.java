@@ -229,10 +229,9 @@ class LeaderLatchFaultTest {
         assertFalse(latch.hasLeadership());
         latch.close();
 
-        // A selector that requeues after each term is not queued again after a refusal, which would only be refused
-        // again: it is out of the election, where requeue() finds it.
+        // A selector that does not requeue by itself is out of the election after a refusal, where requeue() finds
+        // it. (One that does tries again later, as LeaderSelectorTest shows.)
         LeaderSelector selector = new LeaderSelector(client, path, "selector", term -> {});
-        selector.autoRequeue();
         selector.start();
         await().until(selector::requeue);
         assertFalse(selector.hasLeadership());

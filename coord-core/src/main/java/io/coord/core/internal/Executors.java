@@ -27,9 +27,9 @@ public final class Executors {
 
     private Executors() {}
 
-    /** Runs {@code task} on coord's timer once {@code delay} has passed; the task must be quick and never block. */
+    /** Runs {@code task} on coord's completion pool once {@code delay} has passed (the timer itself only hands it on). */
     public static void later(Runnable task, Duration delay) {
-        TIMER.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
+        TIMER.schedule(() -> USER.execute(task), delay.toNanos(), TimeUnit.NANOSECONDS);
     }
 
     private static ScheduledThreadPoolExecutor timer() {
