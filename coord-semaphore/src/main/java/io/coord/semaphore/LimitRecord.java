@@ -243,8 +243,10 @@ final class LimitRecord implements PathRecord {
         try {
             recorded = Integer.parseInt(text.trim());
         } catch (NumberFormatException e) {
-            return new IllegalStateException(
-                    "the data of " + path + " is not a maxLeases record: \"" + abbreviate(text) + "\"");
+            return new IllegalStateException("the data of " + path + " is not a maxLeases record: \""
+                    + abbreviate(text) + "\". A semaphore records its limit in its path's data, and claims an existing"
+                    + " path only if its data is empty (Curator's create() stores the local address unless given"
+                    + " data): empty the data, or use another path");
         }
         if (recorded != maxLeases) {
             return new IllegalStateException("semaphore " + path + " records maxLeases " + recorded

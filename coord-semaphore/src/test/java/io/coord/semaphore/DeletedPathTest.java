@@ -1,6 +1,7 @@
 package io.coord.semaphore;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -68,6 +69,25 @@ class DeletedPathTest {
                 refused.getMessage());
 
         held.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aPathMadeWithOtherDataIsRefusedBeforeAnythingIsWrittenAndItsDataIsKept() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("foreign-data");
+        CuratorFramework admin = zk.newClient();
+        byte[] address = "10.0.0.5".getBytes(StandardCharsets.UTF_8); // what Curator's create() stores by default
+        admin.create().creatingParentsIfNeeded().forPath(path, address);
+
+        IllegalStateException refused = assertThrows(
+                IllegalStateException.class,
+                () -> new DistributedSemaphore(zk.newClient(), path, 3).tryAcquire(1, Duration.ofSeconds(10)));
+        assertEquals(
+                "the data of " + path + " is not a maxLeases record: \"10.0.0.5\". A semaphore records its limit in"
+                        + " its path's data, and claims an existing path only if its data is empty (Curator's create()"
+                        + " stores the local address unless given data): empty the data, or use another path",
+                refused.getMessage());
+        assertArrayEquals(address, admin.getData().forPath(path));
         zk.assertNoLeaks(path);
     }
 
