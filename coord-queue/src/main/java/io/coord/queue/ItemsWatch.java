@@ -205,8 +205,13 @@ final class ItemsWatch {
         }
     }
 
+    /**
+     * A claim's watch fired: the name is back in play, and a consumer that meets a claim on it again watches that one.
+     * NodeDeleted is the usual news. A watch put back by a reconnection on the same session tells of a claim deleted
+     * and made again meanwhile with NodeDataChanged instead, once, and then is gone: that news counts too.
+     */
     private void claimChanged(WatchedEvent event) {
-        if (event.getType() == EventType.NodeDeleted) {
+        if (event.getType() != EventType.None && event.getPath() != null) {
             claimGone(event.getPath().substring(event.getPath().lastIndexOf('/') + 1));
         }
     }

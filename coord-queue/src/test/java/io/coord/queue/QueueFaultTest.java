@@ -402,6 +402,41 @@ class QueueFaultTest {
         closeAndAssertDrained(client, proxy, path);
     }
 
+    @Test
+    void aConsumerCutOffWhileAnotherClientClaimsTheItemAgainHearsOfTheLastClaimsEnd() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("claimed-again-while-cut-off");
+        ZooKeeperProxy proxy = firstServersProxy();
+        CuratorFramework client = zk.newOutageProofClient(proxy);
+        DistributedQueue<String> consumer = queue(client, path);
+        // On the consumer's server, so that its claims are applied there before the consumer reconnects.
+        DistributedQueue<String> claimer = queue(
+                zk.newCustomClient(
+                        b -> b.connectString(zk.ensemble().servers().get(0).address())),
+                path);
+        claimer.put("x");
+        Claim<String> first = claimer.claim(Duration.ofSeconds(10)).orElseThrow();
+        assertEquals(null, consumer.poll()); // meets the claim, and watches it
+        await("the consumer watches the claim").until(() -> zk.watchesByPath().contains(path + "/claims/"));
+        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+
+        CountDownLatch suspended = ZooKeeperFixture.latchOn(client, ConnectionState.SUSPENDED);
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        assertTrue(suspended.await(20, TimeUnit.SECONDS));
+        first.close();
+        Claim<String> second = claimer.claim(Duration.ofSeconds(10)).orElseThrow(); // the same name, a new claim
+        // Reconnecting on the same session puts the claim's watch back, which tells of the new claim as a change of
+        // its data, once.
+        CountDownLatch reconnected = ZooKeeperFixture.latchOn(client, ConnectionState.RECONNECTED);
+        proxy.refuseConnections(false);
+        assertTrue(reconnected.await(20, TimeUnit.SECONDS));
+        assertEquals(session, client.getZookeeperClient().getZooKeeper().getSessionId());
+        second.close();
+
+        assertEquals("x", consumer.poll(Duration.ofSeconds(10)));
+        closeAndAssertDrained(client, proxy, path);
+    }
+
     /** A proxy in front of the ensemble's first server, for the client of a test to be cut off through. */
     private static ZooKeeperProxy firstServersProxy() throws IOException {
         return zk.ensemble().proxy(zk.ensemble().servers().get(0));
