@@ -550,73 +550,64 @@ class MutexFaultTest {
 
     @Test
     void aNewSessionWithoutAnExpiryRequeuesAWaiterBehindAnotherClientsHold() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("new-session-waiter");
-        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
-        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
-        // The waiter's client has not counted the path yet, so it waits on a watch of the holder's node, in either
-        // mode.
         CuratorFramework waiterClient = zk.newClient();
-        CompletableFuture<Lease> waiting = new ReentrantMutex(waiterClient, path).acquireAsync();
-        await().until(() -> holder.participants().size() == 2);
-        String oldNode = holder.participants().get(1).nodeName();
-
         // A new handle, so a new session, with no expiry in between: the waiter's node and its watch go with the old.
-        waiterClient.getZookeeperClient().reset();
-        await("the waiter queued again on its new session")
-                .until(() -> holder.participants().size() == 2
-                        && !holder.participants().get(1).nodeName().equals(oldNode));
-        held.close();
-
-        Lease granted = waiting.get(20, TimeUnit.SECONDS);
-        assertTrue(granted.isValid());
-        granted.close();
-        zk.assertNoLeaks(path);
+        assertAWaiterQueuesAgainAfterEach(
+                "new-session-waiter",
+                waiterClient,
+                1,
+                () -> waiterClient.getZookeeperClient().reset());
     }
 
     @Test
     void aWaiterWhoseClientDampsItsConnectionNewsWithACircuitBreakerQueuesAgainAtEverySessionLoss() throws Exception {
         // Curator's circuit-breaking listener manager passes the first change on, then holds back those that follow
         // while its retry policy runs (here, for a minute): a second expiry in that spell is never told to listeners.
-        String path = ZooKeeperFixture.uniquePath("circuit-breaker");
-        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
-        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
         CuratorFramework waiterClient = zk.newCustomClient(b -> b.connectionStateListenerManagerFactory(
                 ConnectionStateListenerManagerFactory.circuitBreaking(new RetryForever(60_000))));
-        CompletableFuture<Lease> waiting = new ReentrantMutex(waiterClient, path).acquireAsync();
-        await().until(() -> holder.participants().size() == 2);
-
-        for (int expiry = 1; expiry <= 2; expiry++) {
-            String before = holder.participants().get(1).nodeName();
-            zk.expireSession(waiterClient);
-            await("the waiter queued again after expiry " + expiry)
-                    .until(() -> holder.participants().size() == 2
-                            && !holder.participants().get(1).nodeName().equals(before));
-        }
-        held.close();
-
-        Lease granted = waiting.get(20, TimeUnit.SECONDS);
-        assertTrue(granted.isValid());
-        granted.close();
-        zk.assertNoLeaks(path);
+        assertAWaiterQueuesAgainAfterEach("circuit-breaker", waiterClient, 2, () -> zk.expireSession(waiterClient));
     }
 
     @Test
     void aNewSessionWhosePredecessorsLossWentUntoldRequeuesAWaiterAllTheSame() throws Exception {
         // Curator tells of no second loss while it still reports the first. Here the waiter's client tells of no loss
         // at all, to anybody: the new session's connection is all coord hears of.
-        String path = ZooKeeperFixture.uniquePath("untold-loss");
-        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
-        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
         CuratorFramework waiterClient = zk.newCustomClient(b -> b.connectionStateListenerManagerFactory(
                 c -> StandardListenerManager.<ConnectionStateListener>mappingStandard(MutexFaultTest::deafToLoss)));
+        assertAWaiterQueuesAgainAfterEach(
+                "untold-loss",
+                waiterClient,
+                1,
+                () -> waiterClient.getZookeeperClient().reset());
+    }
+
+    /** Something that ends a client's session, or gives it a new one. */
+    @FunctionalInterface
+    private interface SessionChange {
+        void happen() throws Exception;
+    }
+
+    /**
+     * A waiter of {@code waiterClient} behind another client's hold queues again with a new node after each of
+     * {@code changes} session changes, and is granted once the hold ends.
+     */
+    private void assertAWaiterQueuesAgainAfterEach(
+            String name, CuratorFramework waiterClient, int changes, SessionChange change) throws Exception {
+        String path = ZooKeeperFixture.uniquePath(name);
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        // The waiter's client has not counted the path yet, so it waits on a watch of the holder's node, in either
+        // mode.
         CompletableFuture<Lease> waiting = new ReentrantMutex(waiterClient, path).acquireAsync();
         await().until(() -> holder.participants().size() == 2);
-        String oldNode = holder.participants().get(1).nodeName();
 
-        waiterClient.getZookeeperClient().reset(); // a new handle: its old session's nodes and watches go
-        await("the waiter queued again on its new session")
-                .until(() -> holder.participants().size() == 2
-                        && !holder.participants().get(1).nodeName().equals(oldNode));
+        for (int round = 1; round <= changes; round++) {
+            String before = holder.participants().get(1).nodeName();
+            change.happen();
+            await("the waiter queued again after session change " + round)
+                    .until(() -> holder.participants().size() == 2
+                            && !holder.participants().get(1).nodeName().equals(before));
+        }
         held.close();
 
         Lease granted = waiting.get(20, TimeUnit.SECONDS);

@@ -14,6 +14,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.SessionConnectionStateErrorPolicy;
 import org.junit.jupiter.api.AfterEach;
@@ -320,36 +321,29 @@ class CoordLeaderInitiatorTest {
 
     @Test
     void aCandidateThatStopsItsOwnInitiatorWhileLeadingIsRevokedWithoutDeadlock() throws Exception {
-        AtomicReference<CoordLeaderInitiator> self = new AtomicReference<>();
-        CoordLeaderInitiator initiator = new CoordLeaderInitiator(
-                zk.newClient(),
-                new DefaultCandidate("s", "billing") {
-                    @Override
-                    public void onGranted(Context context) {
-                        events.add("s granted");
-                        self.get().stop();
-                        events.add("s stopped itself");
-                    }
-
-                    @Override
-                    public void onRevoked(Context context) {
-                        events.add("s revoked");
-                    }
-                },
-                "/leaders-self");
-        self.set(initiator);
-        initiator.start();
-
-        await().until(() -> events.contains("s revoked"));
-        assertThat(events).containsExactly("s granted", "s stopped itself", "s revoked");
-        assertThat(initiator.isRunning()).isFalse();
-        zk.assertNoLeaksUnder("/leaders-self/billing");
+        assertACandidateStopsItself("/leaders-self", "s stopped itself", initiator -> {
+            initiator.stop();
+            return "s stopped itself";
+        });
     }
 
     @Test
     void aCandidateThatStopsItsOwnInitiatorWithACallbackWhileLeadingHasTheCallbackRunAtOnce() throws Exception {
         // As Spring's lifecycle processor does when the leader closes its own context: stop(callback), then a wait for
         // the callback on that same thread, which the term's end would wait for in turn.
+        assertACandidateStopsItself("/leaders-self-callback", "s stopped itself, callback run: true", initiator -> {
+            CountDownLatch stopped = new CountDownLatch(1);
+            initiator.stop(stopped::countDown);
+            return "s stopped itself, callback run: " + (stopped.getCount() == 0);
+        });
+    }
+
+    /**
+     * A candidate under {@code root} that stops its own initiator from onGranted with {@code stop}, which answers what
+     * it saw, as {@code expected}: the stop returns, then onRevoked runs, and nothing is left under the role.
+     */
+    private void assertACandidateStopsItself(String root, String expected, Function<CoordLeaderInitiator, String> stop)
+            throws Exception {
         AtomicReference<CoordLeaderInitiator> self = new AtomicReference<>();
         CoordLeaderInitiator initiator = new CoordLeaderInitiator(
                 zk.newClient(),
@@ -357,9 +351,7 @@ class CoordLeaderInitiatorTest {
                     @Override
                     public void onGranted(Context context) {
                         events.add("s granted");
-                        CountDownLatch stopped = new CountDownLatch(1);
-                        self.get().stop(stopped::countDown);
-                        events.add("s stopped itself, callback run: " + (stopped.getCount() == 0));
+                        events.add(stop.apply(self.get()));
                     }
 
                     @Override
@@ -367,14 +359,14 @@ class CoordLeaderInitiatorTest {
                         events.add("s revoked");
                     }
                 },
-                "/leaders-self-callback");
+                root);
         self.set(initiator);
         initiator.start();
 
         await().until(() -> events.contains("s revoked"));
-        assertThat(events).containsExactly("s granted", "s stopped itself, callback run: true", "s revoked");
+        assertThat(events).containsExactly("s granted", expected, "s revoked");
         assertThat(initiator.isRunning()).isFalse();
-        zk.assertNoLeaksUnder("/leaders-self-callback/billing");
+        zk.assertNoLeaksUnder(root + "/billing");
     }
 
     @Test
