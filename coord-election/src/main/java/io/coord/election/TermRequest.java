@@ -50,7 +50,10 @@ final class TermRequest {
             ownerLock.unlock();
         }
         if (!ours) {
-            request.cancel(false); // closed or withdrawn in the meantime: the engine deletes the node
+            // Closed or withdrawn in the meantime: the engine deletes the node, and a grant delivered before the
+            // cancel is released here, since no answer will take it.
+            request.cancel(false);
+            request.thenAccept(Lease::close);
             return;
         }
         request.whenComplete((lease, error) -> executor.execute(() -> answered(request, lease, error, grant)));

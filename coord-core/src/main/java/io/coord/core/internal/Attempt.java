@@ -209,8 +209,8 @@ final class Attempt {
     /**
      * A new session began with no loss told of the last (Curator tells of no second loss while it still reports the
      * first): an attempt whose nodes belong to an older session queues again, as {@link #sessionLost} has it do.
-     * One whose create is unanswered is left to that answer: after a LOST it was sent again already, and queueing it
-     * once more would cost a create and a delete at every expiry.
+     * One whose create is unanswered is left to that answer, which queues again if it made nodes of an ended session
+     * (see {@link #created}): queueing it now would cost a create and a delete at every expiry whose LOST came first.
      */
     void sessionReplaced() {
         act(todo -> {
@@ -334,6 +334,11 @@ final class Attempt {
             if (rc == KeeperException.Code.OK && made.names().stream().anyMatch(Attempt::numberedAtCounterEnd)) {
                 made.names().forEach(name -> todo.add(() -> context.deleteGuaranteed(full(name))));
                 failAs(counterRanOut(engine.path()), todo);
+            } else if (rc == KeeperException.Code.OK && madeOnAnEndedSession(made)) {
+                // The news that requeues waiters of an ended session passed this attempt by while it had no nodes,
+                // and its create answered since with nodes of that session: they die with it. Queue again.
+                made.names().forEach(name -> todo.add(() -> context.deleteGuaranteed(full(name))));
+                requeue(todo);
             } else if (rc == KeeperException.Code.OK) {
                 own.created(made);
                 waiting.created(todo);
@@ -348,6 +353,12 @@ final class Attempt {
                 }
             }
         });
+    }
+
+    /** Whether {@code made} belongs to a session other than the client's current one (unknown counts as current). */
+    private boolean madeOnAnEndedSession(NodeCreator.Created made) {
+        long now = context.sessionId();
+        return now != 0 && made.session() != now;
     }
 
     /** Asks the primitive to make the missing path, then sends this generation's create again. */

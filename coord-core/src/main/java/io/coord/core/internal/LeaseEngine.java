@@ -17,6 +17,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
@@ -243,22 +244,23 @@ public final class LeaseEngine {
             });
         }
 
-        // Each of these returns false, without completing, once another completion has claimed the future: that one
-        // completes it, the engine with its lease, or the first caller to give up after its withdrawal.
+        // Once another completion has claimed the future, each of these waits for that one to complete it (the
+        // engine with its lease, or the first caller to give up, after its withdrawal), and answers as the JDK's would.
 
         @Override
         public boolean cancel(boolean mayInterruptIfRunning) {
-            return withdrawFirst(Observer.AcquireOutcome.CANCELLED) && super.cancel(mayInterruptIfRunning);
+            return withdrawThen(Observer.AcquireOutcome.CANCELLED, () -> super.cancel(mayInterruptIfRunning))
+                    || isCancelled();
         }
 
         @Override
         public boolean complete(Lease value) {
-            return withdrawFirst(Observer.AcquireOutcome.CANCELLED) && super.complete(value);
+            return withdrawThen(Observer.AcquireOutcome.CANCELLED, () -> super.complete(value));
         }
 
         @Override
         public boolean completeExceptionally(Throwable error) {
-            return withdrawFirst(why(error)) && super.completeExceptionally(error);
+            return withdrawThen(why(error), () -> super.completeExceptionally(error));
         }
 
         /** The engine's grant: released at once if the caller gave up first. */
@@ -275,13 +277,22 @@ public final class LeaseEngine {
             }
         }
 
-        /** Claims the future for a caller that gives up, and withdraws; false if it was claimed already. */
-        private boolean withdrawFirst(Observer.AcquireOutcome why) {
+        /**
+         * Claims the future for a caller that gives up: withdraws, then completes it with {@code completion}, even if
+         * the withdrawal throws. False once another completion had claimed it, when that one has completed it.
+         */
+        private boolean withdrawThen(Observer.AcquireOutcome why, BooleanSupplier completion) {
             if (!claimed.compareAndSet(false, true)) {
+                super.handle((lease, error) -> null).join(); // the claimant completes it at once
                 return false;
             }
-            giveUp(attempt, why);
-            return true;
+            try {
+                giveUp(attempt, why);
+            } catch (RuntimeException | Error e) {
+                completion.getAsBoolean();
+                throw e;
+            }
+            return completion.getAsBoolean();
         }
 
         private static Observer.AcquireOutcome why(Throwable error) {
