@@ -29,7 +29,7 @@ public final class Executors {
 
     /** Runs {@code task} on coord's completion pool once {@code delay} has passed (the timer itself only hands it on). */
     public static void later(Runnable task, Duration delay) {
-        TIMER.schedule(() -> USER.execute(task), delay.toNanos(), TimeUnit.NANOSECONDS);
+        TIMER.schedule(() -> USER.execute(task), Deadline.saturatedNanos(delay), TimeUnit.NANOSECONDS);
     }
 
     private static ScheduledThreadPoolExecutor timer() {
