@@ -4,11 +4,13 @@ import io.coord.core.CoordinationException;
 import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.Deadline;
+import io.coord.core.internal.Executors;
 import io.coord.core.internal.MultiRead;
 import io.coord.core.internal.Observations;
 import io.coord.core.internal.Observer.QueueOperation;
 import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -45,6 +47,8 @@ final class QueueConsumer<T> {
     static final int MAX_BATCH = 100;
     /** Small items read ahead with a single poll's item. */
     static final int READ_AHEAD = 15;
+    /** How long a name whose claim this client may not read stays out before it is tried again. */
+    static final Duration UNREADABLE_CLAIM_LOOK = Duration.ofSeconds(1);
 
     private final SharedQueue queue;
     private final QueueSerializer<T> serializer;
@@ -557,7 +561,12 @@ final class QueueConsumer<T> {
                                 .inBackground(cb)
                                 .forPath(claimPath))
                 .whenComplete((event, error) -> {
-                    if (error != null || BackgroundRequests.code(event) != Code.OK) {
+                    Code code = error != null ? null : BackgroundRequests.code(event);
+                    if (code == Code.NOAUTH) {
+                        // This client may not read the claim, so it cannot watch it: the name comes back a while
+                        // later, not at once, or the consumers here would go round it in a loop of requests.
+                        Executors.later(() -> queue.items.claimGone(name), UNREADABLE_CLAIM_LOOK);
+                    } else if (code != Code.OK) {
                         queue.items.claimGone(name); // gone already, or unknown: the next attempt finds out
                     }
                 });

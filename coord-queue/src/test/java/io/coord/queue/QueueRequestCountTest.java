@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.testkit.ZooKeeperFixture;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,6 +17,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.api.ACLProvider;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -47,6 +52,48 @@ class QueueRequestCountTest {
                     .mapToObj(i -> "item-" + i)
                     .toList());
         }
+    }
+
+    @Test
+    void aConsumerThatMayNotReadAnotherClientsClaimLooksAtTheItemOnceAWhileNotInALoop() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-unreadable-claim");
+        // The claimer's claims are readable by the claimer alone; everything else is open.
+        CuratorFramework claimerClient =
+                zk.newCustomClient(b -> b.authorization("digest", "claimer:secret".getBytes(StandardCharsets.UTF_8))
+                        .aclProvider(claimsForTheirCreatorOnly()));
+        DistributedQueue<String> claimer = DistributedQueue.builder(claimerClient, path, QueueSerializer.utf8())
+                .build();
+        claimer.put("x");
+        Claim<String> held = claimer.claim(Duration.ofSeconds(10)).orElseThrow();
+        AllRequests counter = new AllRequests();
+        DistributedQueue<String> consumer = traced(path, counter);
+
+        assertNull(consumer.poll(Duration.ofMillis(1_500)));
+        // A look at the item when the poll starts, and at most one more a second later: the name of a claim this
+        // client cannot watch comes back after a second, not at once.
+        assertTrue(
+                counter.count("Transaction") <= 2,
+                () -> counter.count("Transaction") + " transactions, " + counter.count() + " requests in all");
+        held.close();
+        assertEquals("x", consumer.poll(Duration.ofSeconds(10)));
+    }
+
+    /** Creator-only ACLs for the queue's claims, open ones for every other node. */
+    private static ACLProvider claimsForTheirCreatorOnly() {
+        // Lists that may be asked whether they hold null, as ZooKeeper's synchronous create does.
+        List<ACL> open = new ArrayList<>(List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone"))));
+        List<ACL> creatorOnly = new ArrayList<>(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))));
+        return new ACLProvider() {
+            @Override
+            public List<ACL> getDefaultAcl() {
+                return open;
+            }
+
+            @Override
+            public List<ACL> getAclForPath(String path) {
+                return path.contains("/claims/") ? creatorOnly : open;
+            }
+        };
     }
 
     @Test
