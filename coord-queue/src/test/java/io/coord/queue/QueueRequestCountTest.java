@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.testkit.Acls;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -80,20 +81,10 @@ class QueueRequestCountTest {
 
     /** Creator-only ACLs for the queue's claims, open ones for every other node. */
     private static ACLProvider claimsForTheirCreatorOnly() {
-        // Lists that may be asked whether they hold null, as ZooKeeper's synchronous create does.
-        List<ACL> open = new ArrayList<>(List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone"))));
-        List<ACL> creatorOnly = new ArrayList<>(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))));
-        return new ACLProvider() {
-            @Override
-            public List<ACL> getDefaultAcl() {
-                return open;
-            }
-
-            @Override
-            public List<ACL> getAclForPath(String path) {
-                return path.contains("/claims/") ? creatorOnly : open;
-            }
-        };
+        return Acls.byPath(
+                path -> path.contains("/claims/"),
+                List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))),
+                List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone"))));
     }
 
     @Test
