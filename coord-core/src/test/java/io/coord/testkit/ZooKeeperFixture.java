@@ -56,12 +56,38 @@ public final class ZooKeeperFixture
 
     private ZooKeeperEnsemble ensemble;
     private volatile EngineMode mode = EngineMode.VIEW;
+    private static final String WATCH_MANAGER = "zookeeper.watchManagerName";
+    private String watchManager;
+    private String managerBefore;
 
     @Override
     public void beforeAll(ExtensionContext context) throws Exception {
         // Read by every client coord meets from now on, namespace facades included.
         System.setProperty("coord.view.linger", VIEW_LINGER.toString());
+        if (watchManager != null) {
+            // Read whenever the server makes a data tree, which it may do again after it started: kept until afterAll.
+            managerBefore = System.getProperty(WATCH_MANAGER);
+            System.setProperty(WATCH_MANAGER, watchManager);
+        }
         ensemble = ZooKeeperEnsemble.start(1);
+    }
+
+    /**
+     * Starts the server with ZooKeeper's watch manager {@code className} ({@code zookeeper.watchManagerName}), such as
+     * {@code org.apache.zookeeper.server.watch.WatchManagerOptimized}, which holds no persistent watches. The system
+     * property is set from before the class's first test until after its last.
+     */
+    public ZooKeeperFixture withWatchManager(String className) {
+        watchManager = className;
+        return this;
+    }
+
+    private static void restoreProperty(String key, String value) {
+        if (value == null) {
+            System.clearProperty(key);
+        } else {
+            System.setProperty(key, value);
+        }
     }
 
     /**
@@ -105,7 +131,13 @@ public final class ZooKeeperFixture
 
     @Override
     public void afterAll(ExtensionContext context) throws Exception {
-        close();
+        try {
+            close();
+        } finally {
+            if (watchManager != null) {
+                restoreProperty(WATCH_MANAGER, managerBefore);
+            }
+        }
     }
 
     /** The ensemble underneath, for the faults and checks this fixture does not wrap. */
@@ -127,8 +159,13 @@ public final class ZooKeeperFixture
         return newClient(null);
     }
 
+    /**
+     * Like {@link #newClient()}, its requests counted by {@code counter} if there is one. A counted client's session
+     * is {@link #OUTAGE_PROOF_SESSION} long: a stall of a loaded machine past a short session's read timeout would
+     * drop the connection, and the reconnection's retries and reads would be counted too.
+     */
     public CuratorFramework newClient(RequestCounter counter) throws InterruptedException {
-        CuratorFramework client = unstartedClient();
+        CuratorFramework client = counter == null ? unstartedClient() : unstartedClient(ZooKeeperFixture::outageProof);
         if (counter != null) {
             client.getZookeeperClient().setTracerDriver(counter);
         }
@@ -157,7 +194,12 @@ public final class ZooKeeperFixture
      * that need the same session after {@link #stopServer()} and {@link #restartServer()}.
      */
     public CuratorFramework newOutageProofClient() throws InterruptedException {
-        return newCustomClient(builder -> builder.sessionTimeoutMs((int) OUTAGE_PROOF_SESSION.toMillis()));
+        return newCustomClient(ZooKeeperFixture::outageProof);
+    }
+
+    /** Sets the builder's session to {@link #OUTAGE_PROOF_SESSION}. */
+    public static void outageProof(CuratorFrameworkFactory.Builder builder) {
+        builder.sessionTimeoutMs((int) OUTAGE_PROOF_SESSION.toMillis());
     }
 
     /** Counts down once {@code client} reports {@code state}: a test's wait for a connection change it caused. */

@@ -101,7 +101,7 @@ class MutexFaultTest {
     @Test
     void aHoldIsNotValidOnceItsConnectionDropsOrItsSessionEndsWhileCuratorsListenerThreadIsHeldUp() throws Exception {
         String path = ZooKeeperFixture.uniquePath("listener-thread-held");
-        CuratorFramework client = zk.unstartedClient();
+        CuratorFramework client = zk.unstartedClient(ZooKeeperFixture::outageProof); // the same session after a restart
         CountDownLatch letGo = new CountDownLatch(1);
         // An application's listener that blocks holds Curator's one listener thread from the first news on: coord
         // hears none of what follows while it does.

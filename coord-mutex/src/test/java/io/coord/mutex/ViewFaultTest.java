@@ -93,8 +93,11 @@ class ViewFaultTest {
         // The session ends with the add unanswered; Curator then sends it again on the new session's handle, where
         // it lands. The view, unused by now, must drop that watch when its linger ends.
         int addedBefore = faults.watchesAdded();
+        long ended = client.getZookeeperClient().getZooKeeper().getSessionId();
         zk.expireSession(client);
-        await().until(() -> client.getZookeeperClient().isConnected());
+        // Connected on the new session: right after the expiry the client may still report the old connection.
+        await().until(() -> client.getZookeeperClient().isConnected()
+                && client.getZookeeperClient().getZooKeeper().getSessionId() != ended);
         faults.answerHeldAddWithLostConnection();
         await().until(() -> faults.watchesAdded() > addedBefore);
 

@@ -1244,8 +1244,9 @@ class QueueFaultTest {
         });
         await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !second.isDone());
         proxy.loseReplies(false);
+        CountDownLatch reconnected = ZooKeeperFixture.latchOn(client, ConnectionState.RECONNECTED);
         proxy.cutConnections();
-        await("reconnected").until(() -> client.getZookeeperClient().isConnected());
+        assertTrue(reconnected.await(20, TimeUnit.SECONDS)); // a connected check could answer before the cut is heard
 
         queue(zk.newClient(), path).offer("x");
 

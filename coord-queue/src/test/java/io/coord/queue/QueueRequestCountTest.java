@@ -33,7 +33,8 @@ class QueueRequestCountTest {
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
     private static CuratorFramework tracedClient(AllRequests counter) throws InterruptedException {
-        CuratorFramework client = zk.unstartedClient();
+        // A stall past a short session's read timeout would add a reconnection's requests to the count.
+        CuratorFramework client = zk.unstartedClient(ZooKeeperFixture::outageProof);
         client.getZookeeperClient().setTracerDriver(counter);
         client.start();
         assertTrue(client.blockUntilConnected(10, TimeUnit.SECONDS));

@@ -103,6 +103,15 @@ class CoordLeaderInitiatorTest {
         await().until(() -> reader.getChildren().forPath("/leaders/billing").size() == count);
     }
 
+    /**
+     * Waits until {@code initiator} leads and the grants published so far number {@code grants}: its context says
+     * it leads before the candidate's onGranted has run and the grant is published.
+     */
+    private void awaitGrants(CoordLeaderInitiator initiator, int grants) {
+        await().until(() -> initiator.getContext().isLeader()
+                && events.stream().filter("event granted billing"::equals).count() >= grants);
+    }
+
     private CoordLeaderInitiator start(CuratorFramework client, Candidate candidate) {
         CoordLeaderInitiator initiator = new CoordLeaderInitiator(client, candidate, "/leaders");
         initiator.setLeaderEventPublisher(new LeaderEventPublisher() {
@@ -131,7 +140,7 @@ class CoordLeaderInitiatorTest {
         Recorder a = new Recorder("a");
         Recorder b = new Recorder("b");
         CoordLeaderInitiator first = start(zk.newClient(), a);
-        await().until(() -> first.getContext().isLeader());
+        awaitGrants(first, 1);
         CoordLeaderInitiator second = start(zk.newClient(), b);
         assertThat(first.path()).isEqualTo("/leaders/billing");
         assertThat(events).containsExactly("a granted", "event granted billing");
@@ -141,7 +150,7 @@ class CoordLeaderInitiatorTest {
 
         first.getContext().yield();
 
-        await().until(() -> second.getContext().isLeader());
+        awaitGrants(second, 2);
         assertThat(events)
                 .containsSubsequence("a revoked", "event revoked billing", "b granted", "event granted billing");
         assertThat(((CoordLeaderInitiator.CoordContext) second.getContext()).fencingToken())
@@ -200,7 +209,7 @@ class CoordLeaderInitiatorTest {
             }
         };
         CoordLeaderInitiator initiator = start(zk.newClient(), failing);
-        await().until(() -> initiator.getContext().isLeader());
+        awaitGrants(initiator, 1);
 
         initiator.getContext().yield();
 
@@ -223,7 +232,8 @@ class CoordLeaderInitiatorTest {
         zk.expireSession(leaderClient);
 
         await().until(() -> second.getContext().isLeader());
-        assertThat(events).contains("a revoked", "b granted");
+        // The old leader's client hears of its expiry on its own threads, maybe after the other's grant.
+        await().untilAsserted(() -> assertThat(events).contains("a revoked", "b granted"));
     }
 
     @Test
@@ -266,12 +276,13 @@ class CoordLeaderInitiatorTest {
     @Test
     void aLateYieldOnAnEndedTermLeavesTheNextTermAlone() throws Exception {
         CoordLeaderInitiator initiator = start(zk.newClient(), new Recorder("a"));
-        await().until(() -> initiator.getContext().isLeader());
+        awaitGrants(initiator, 1);
         Context first = initiator.getContext();
         long firstEpoch = ((CoordLeaderInitiator.CoordContext) first).fencingToken();
         first.yield();
-        await().until(() -> initiator.getContext().isLeader()
-                && ((CoordLeaderInitiator.CoordContext) initiator.getContext()).fencingToken() > firstEpoch);
+        awaitGrants(initiator, 2);
+        assertThat(((CoordLeaderInitiator.CoordContext) initiator.getContext()).fencingToken())
+                .isGreaterThan(firstEpoch);
         Context second = initiator.getContext();
 
         first.yield();
@@ -291,7 +302,7 @@ class CoordLeaderInitiatorTest {
     @Test
     void stopRevokesBeforeItReturnsAndLeavesNothingBehind() throws Exception {
         CoordLeaderInitiator initiator = start(zk.newClient(), new Recorder("a"));
-        await().until(() -> initiator.getContext().isLeader());
+        awaitGrants(initiator, 1);
 
         initiator.stop();
 
@@ -310,7 +321,7 @@ class CoordLeaderInitiatorTest {
     @Test
     void stopWithACallbackRunsItOnceTheTermHasEnded() throws Exception {
         CoordLeaderInitiator initiator = start(zk.newClient(), new Recorder("a"));
-        await().until(() -> initiator.getContext().isLeader());
+        awaitGrants(initiator, 1);
         List<String> seenByCallback = new CopyOnWriteArrayList<>();
 
         initiator.stop(() -> seenByCallback.addAll(events));

@@ -160,18 +160,37 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         }
     }
 
-    /** A socket bound to a free port picked at random below the ephemeral range. */
+    /** A socket bound to a free port picked at random from this JVM's {@link #portSlice()}. */
     private static ServerSocket bindBelowEphemeralPorts() throws IOException {
+        int[] slice = portSlice();
         IOException last = null;
         for (int attempt = 0; attempt < 100; attempt++) {
-            int port = ThreadLocalRandom.current().nextInt(FIRST_PICKED_PORT, FIRST_EPHEMERAL_PORT);
+            int port = ThreadLocalRandom.current().nextInt(slice[0], slice[1]);
             try {
                 return new ServerSocket(port);
             } catch (IOException taken) {
                 last = taken;
             }
         }
-        throw new IOException("no free port between " + FIRST_PICKED_PORT + " and " + FIRST_EPHEMERAL_PORT, last);
+        throw new IOException("no free port between " + slice[0] + " and " + slice[1], last);
+    }
+
+    /**
+     * The ports this JVM picks from, {@code [from, to)}: the whole range below the ephemeral ports, or, when test JVMs
+     * run side by side (Surefire's {@code forkCount}), the {@code coord.testkit.fork}th of {@code coord.testkit.forks}
+     * equal slices of it (set them to {@code ${surefire.forkNumber}} and the fork count), so that no JVM picks a port
+     * of a server another one killed, which could then not start again.
+     */
+    static int[] portSlice() {
+        int forks = Integer.getInteger("coord.testkit.forks", 1);
+        int fork = Integer.getInteger("coord.testkit.fork", 1);
+        if (forks < 1 || forks > 64 || fork < 1 || fork > forks) {
+            throw new IllegalStateException("coord.testkit.fork must be between 1 and coord.testkit.forks (1 to 64),"
+                    + " was " + fork + " of " + forks);
+        }
+        int width = (FIRST_EPHEMERAL_PORT - FIRST_PICKED_PORT) / forks;
+        int from = FIRST_PICKED_PORT + (fork - 1) * width;
+        return new int[] {from, from + width};
     }
 
     /** Every server, running or killed, in id order. */

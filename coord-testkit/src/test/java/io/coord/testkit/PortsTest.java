@@ -1,6 +1,8 @@
 package io.coord.testkit;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -34,6 +36,35 @@ class PortsTest {
                     Files.deleteIfExists(spec.getDataDirectory().toPath());
                 }
             }
+        }
+    }
+
+    @Test
+    void testJvmsRunSideBySidePickFromSlicesOfTheRangeThatNeverOverlap() {
+        String fork = System.getProperty("coord.testkit.fork");
+        String forks = System.getProperty("coord.testkit.forks");
+        try {
+            System.setProperty("coord.testkit.forks", "2");
+            System.setProperty("coord.testkit.fork", "1");
+            assertArrayEquals(new int[] {20_000, 26_384}, ZooKeeperEnsemble.portSlice());
+            System.setProperty("coord.testkit.fork", "2");
+            assertArrayEquals(new int[] {26_384, 32_768}, ZooKeeperEnsemble.portSlice());
+            System.setProperty("coord.testkit.fork", "3");
+            IllegalStateException bad = assertThrows(IllegalStateException.class, ZooKeeperEnsemble::portSlice);
+            assertEquals(
+                    "coord.testkit.fork must be between 1 and coord.testkit.forks (1 to 64), was 3 of 2",
+                    bad.getMessage());
+        } finally {
+            restore("coord.testkit.fork", fork);
+            restore("coord.testkit.forks", forks);
+        }
+    }
+
+    private static void restore(String key, String value) {
+        if (value == null) {
+            System.clearProperty(key);
+        } else {
+            System.setProperty(key, value);
         }
     }
 }
