@@ -224,6 +224,14 @@ final class ItemsWatch {
                             + " the server answered UNIMPLEMENTED",
                     KeeperException.create(code, layout.items()));
         }
+        if (code == Code.MARSHALLINGERROR) {
+            // A server whose watch manager holds no persistent watches answers an add of one so.
+            return new CoordinationException(
+                    "the queue at " + layout.items() + " needs persistent watches, which this server cannot add (it"
+                            + " answered MARSHALLINGERROR): a server whose zookeeper.watchManagerName is"
+                            + " WatchManagerOptimized has none",
+                    KeeperException.create(code, layout.items()));
+        }
         return BackgroundRequests.failure("watching", layout.items(), code);
     }
 }

@@ -76,6 +76,7 @@ public final class ClientContext {
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
     private volatile boolean olderServer; // it answered a 3.6 request UNIMPLEMENTED
     private volatile boolean persistentWatchesStay; // it cannot remove a persistent watch on its own (3.6 to 3.8)
+    private volatile boolean persistentWatchesRefused; // its watch manager cannot hold persistent watches at all
     // One watcher object for every node watch of this client. The handle keeps one registration per watcher and
     // path, so waiters that come and go on one node never pile up registrations, even across SharedPath lifetimes.
     private final Watcher nodeWatcher = this::nodeWatchFired;
@@ -228,7 +229,20 @@ public final class ClientContext {
 
     /** Whether new acquisitions may use a view: enabled, and the server can add persistent watches. */
     public boolean usesViews() {
-        return viewSettings.enabled() && !olderServer && !persistentWatchesStay;
+        return viewSettings.enabled() && !olderServer && !persistentWatchesStay && !persistentWatchesRefused;
+    }
+
+    /**
+     * The server could not add a persistent watch, though it knows the request: ZooKeeper's optional watch manager
+     * {@code WatchManagerOptimized} ({@code zookeeper.watchManagerName}) holds none, and the server answers such an
+     * add MARSHALLINGERROR. From now on this client uses no view, rather than try one, and fail, per path.
+     */
+    void persistentWatchesRefused() {
+        if (!persistentWatchesRefused) {
+            persistentWatchesRefused = true;
+            log.info("ZooKeeper could not add a persistent watch (MARSHALLINGERROR: a server whose watch manager holds"
+                    + " none, such as WatchManagerOptimized): coord uses predecessor watches on this client");
+        }
     }
 
     /** Whether the server refused to remove a persistent watch on its own (3.6 to 3.8): set ones stay. */

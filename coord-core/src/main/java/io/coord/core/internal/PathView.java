@@ -469,6 +469,11 @@ final class PathView {
                     context.olderServer();
                     becomeUnusable(Unusable.UNSUPPORTED, todo);
                 }
+                case MARSHALLINGERROR -> {
+                    watch = WatchState.NONE;
+                    context.persistentWatchesRefused();
+                    becomeUnusable(Unusable.UNSUPPORTED, todo);
+                }
                 default -> {
                     watch = WatchState.NONE;
                     if (ResultCodes.isInDoubt(rc)) {
