@@ -6,7 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
+import io.coord.core.Participant;
 import io.coord.core.internal.ClientContext;
+import io.coord.election.LeaderLatch;
+import io.coord.election.LeaderObserver;
 import io.coord.mutex.ReentrantMutex;
 import io.coord.queue.DistributedQueue;
 import io.coord.queue.QueueSerializer;
@@ -14,6 +17,7 @@ import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -91,6 +95,47 @@ class PersistentWatchRemovalIT {
         await("the watch went with the session")
                 .atMost(Duration.ofSeconds(15))
                 .until(() -> watchers("/v38").stream().noneMatch(session::equals));
+    }
+
+    @Test
+    void anObserverStartedOnceTheClientTakesNoViewsFollowsThroughTheViewItHasOfThePath() throws Exception {
+        String path = "/v38/election";
+        CuratorFramework mine = client();
+        ZooKeeperFixture.lingerViews(mine, Duration.ofMillis(200));
+        String session =
+                "0x" + Long.toHexString(mine.getZookeeperClient().getZooKeeper().getSessionId());
+        LeaderObserver early = new LeaderObserver(mine, path); // its view watches a path not made yet
+        early.start();
+        await("the view's watch is on").until(() -> watchers(path).contains(session));
+        meetTheRefusal(mine);
+
+        // On this server an exists watch of the client on the missing path would take the place of the view's watch,
+        // and firing once the path is made, leave the view deaf: the observer joins the view instead.
+        LeaderObserver late = new LeaderObserver(mine, path);
+        late.start();
+        LeaderLatch latch = new LeaderLatch(client(), path, "the-leader");
+        latch.start();
+        Optional<String> leading = Optional.of("the-leader");
+        await().atMost(Duration.ofSeconds(30))
+                .until(() -> early.leader().map(Participant::id).equals(leading)
+                        && late.leader().map(Participant::id).equals(leading));
+        latch.close();
+        await().atMost(Duration.ofSeconds(30))
+                .until(() -> early.leader().isEmpty() && late.leader().isEmpty());
+        late.close();
+        early.close();
+    }
+
+    /** Makes {@code client} meet a refused removal of a view's watch, on a path of its own: it takes no more views. */
+    private static void meetTheRefusal(CuratorFramework client) throws Exception {
+        ReentrantMutex mutex = new ReentrantMutex(client, "/v38/refusal-" + System.nanoTime());
+        for (int i = 0; i < 2; i++) { // the second acquisition follows the path with a view
+            assertTrue(mutex.acquire(Duration.ofSeconds(30)));
+            mutex.release();
+        }
+        await("the view lingered out, and its removal was refused")
+                .atMost(Duration.ofSeconds(30))
+                .until(() -> !ClientContext.of(client).usesViews());
     }
 
     @Test

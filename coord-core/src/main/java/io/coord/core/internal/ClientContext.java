@@ -272,6 +272,21 @@ public final class ClientContext {
         return views.compute(path, (p, view) -> view != null && view.retain() ? view : fresh(p));
     }
 
+    /**
+     * The view of {@code path}, retained once, if the client has one whose watch is on the server or on its way there
+     * and that can be used; else null. Never adds a watch: for a client that takes no new views.
+     */
+    PathView retainWatchedView(String path) {
+        PathView[] found = new PathView[1];
+        views.computeIfPresent(path, (p, view) -> {
+            if (view.retainIfWatched()) {
+                found[0] = view;
+            }
+            return view;
+        });
+        return found[0];
+    }
+
     private PathView fresh(String path) {
         PathView view = new PathView(this, path);
         view.retain();

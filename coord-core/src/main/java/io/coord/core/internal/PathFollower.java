@@ -35,13 +35,18 @@ public final class PathFollower implements AutoCloseable {
         this.member = new Member(listener);
     }
 
-    /** Follows {@code path}; empty if the client uses no views, or its view of the path is unusable. */
+    /**
+     * Follows {@code path}; empty if the client's view of the path is unusable, or if the client takes no new views and
+     * has no watched one of the path. A client that stopped taking views (a server before 3.9 refused to remove one)
+     * still follows through a view it has: on such a server the exists watch an observer sets on a missing path would
+     * share the server's entry with the view's watch there, and its firing, or its removal, would end that watch too.
+     */
     public static Optional<PathFollower> follow(CuratorFramework client, String path, Listener listener) {
         ClientContext context = ClientContext.of(client);
-        if (!context.usesViews()) {
+        PathView view = context.usesViews() ? context.retainView(path) : context.retainWatchedView(path);
+        if (view == null) {
             return Optional.empty();
         }
-        PathView view = context.retainView(path);
         PathFollower follower = new PathFollower(view, listener);
         List<Runnable> todo = new ArrayList<>(2);
         if (!view.join(follower.member, todo)) {

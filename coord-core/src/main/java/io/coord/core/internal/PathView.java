@@ -162,6 +162,23 @@ final class PathView {
         }
     }
 
+    /** Like {@link #retain}, only while usable and watched (the watch set, or its add on its way); false if not. */
+    boolean retainIfWatched() {
+        lock.lock();
+        try {
+            if (retired
+                    || unusable != null
+                    || sessionEnded
+                    || (watch != WatchState.SET && watch != WatchState.ADDING)) {
+                return false;
+            }
+            users.join();
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** One user fewer. The last one starts the linger, after which the watch is dropped. */
     void release() {
         lock.lock();
