@@ -27,7 +27,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * A client that may connect read-only ({@code canBeReadOnly}) to a server cut off from its quorum: such a server
  * answers reads and refuses every write, so coord counts the connection as no connection. A one-look acquisition is
- * refused as when disconnected, with nothing sent, and works again once the quorum is back. A queue write that such a
+ * refused as when disconnected, with nothing sent, and works again once the quorum is back; one that may wait, and a
+ * release, which such a server refuses, go through then. A queue write that such a
  * server refuses may have landed before the connection moved there, and the queue finds out.
  */
 @Timeout(120)
@@ -71,6 +72,43 @@ class ReadOnlyServerIT {
         await().atMost(Duration.ofSeconds(30)).pollInSameThread().until(() -> mutex.acquire(Duration.ZERO));
         mutex.release();
         await().until(() -> client.getChildren().forPath(path).isEmpty());
+    }
+
+    @Test
+    void aReleaseAndAnAcquisitionThatAReadOnlyServerRefusesGoThroughOnceTheQuorumIsBack() throws Exception {
+        EmbeddedServer last = ensemble.servers().get(0);
+        // A long session: a read-only server gives the client a session of its own, but the quorum keeps the one that
+        // holds the lock for its whole timeout once it is back, and the lock's node with it, unless deleted.
+        CuratorFramework client = ensemble.newClient(
+                b -> b.connectString(last.address()).canBeReadOnly(true).sessionTimeoutMs(20_000));
+        ReentrantMutex held = new ReentrantMutex(client, "/read-only/released");
+        ReentrantMutex wanted = new ReentrantMutex(client, "/read-only/wanted");
+        assertTrue(held.acquire(Duration.ofSeconds(30)));
+
+        List<EmbeddedServer> others = ensemble.servers().subList(1, 3);
+        others.forEach(EmbeddedServer::kill);
+        await().atMost(Duration.ofSeconds(60)).until(() -> handleState(client) == ZooKeeper.States.CONNECTEDREADONLY);
+        held.release(); // the server refuses the delete
+        CompletableFuture<Boolean> acquiring = CompletableFuture.supplyAsync(() -> {
+            try {
+                boolean granted = wanted.acquire(Duration.ofSeconds(90)); // waits, as through any lost connection
+                if (granted) {
+                    wanted.release();
+                }
+                return granted;
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+
+        others.forEach(EmbeddedServer::restart);
+        await().atMost(Duration.ofSeconds(60)).until(() -> handleState(client) == ZooKeeper.States.CONNECTED);
+        assertTrue(acquiring.get(90, TimeUnit.SECONDS));
+        // Well within the old session's timeout, which began again when the quorum came back.
+        CuratorFramework other = ensemble.newClient();
+        ReentrantMutex released = new ReentrantMutex(other, "/read-only/released");
+        assertTrue(released.acquire(Duration.ofSeconds(10)));
+        released.release();
     }
 
     @Test

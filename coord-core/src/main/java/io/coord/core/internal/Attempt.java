@@ -348,6 +348,11 @@ final class Attempt {
                 }
                 if (isRetryable(rc)) {
                     retry(gen, todo, this::enter);
+                } else if (rc == KeeperException.Code.NOTREADONLY) {
+                    // A read-only connection (canBeReadOnly) counts as none: enter again once writes go through. Its
+                    // news may come after this answer, which might also refuse Curator's resend of a create that
+                    // landed before: the next generation finds such a node as ours.
+                    retryWhenWritable(gen, todo);
                 } else {
                     failWith(KeeperException.create(rc, engine.path()), todo);
                 }
@@ -552,6 +557,15 @@ final class Attempt {
     }
 
     void retry(int gen, List<Runnable> todo, Consumer<List<Runnable>> step) {
+        retry(gen, todo, step, context::whenConnected);
+    }
+
+    /** Enters again once a connection takes writes: a read-only server refused the create. */
+    private void retryWhenWritable(int gen, List<Runnable> todo) {
+        retry(gen, todo, this::enter, context::whenWritable);
+    }
+
+    private void retry(int gen, List<Runnable> todo, Consumer<List<Runnable>> step, Consumer<Runnable> when) {
         if (looksOnce()) {
             finish(null, todo);
             return;
@@ -561,7 +575,7 @@ final class Attempt {
                 fail(ClientContext.closedError(engine.path()));
                 return;
             }
-            context.whenConnected(() -> act(t -> {
+            when.accept(() -> act(t -> {
                 if (gen == generation && !isOver()) {
                     step.accept(t);
                 }

@@ -4,6 +4,7 @@ import io.coord.core.CoordinationException;
 import io.coord.core.LeaseState;
 import io.coord.core.SequenceNode;
 import java.lang.ref.WeakReference;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -85,6 +86,8 @@ public final class ClientContext {
     private final Map<String, Object> moduleState = new ConcurrentHashMap<>();
 
     private static final long CLOSE_LOOK_MILLIS = 250;
+    // How long a write refused by a read-only server waits before it looks for a connection that takes writes.
+    private static final Duration READ_ONLY_PAUSE = Duration.ofMillis(250);
 
     private final ReentrantLock stateLock = new ReentrantLock();
     // Written under stateLock; closed is also read without it.
@@ -548,6 +551,15 @@ public final class ClientContext {
         lease.nodes().forEach(node -> leasesByNode.remove(node, lease));
     }
 
+    /**
+     * Runs {@code task} once a connection takes writes again, after a request was refused NOTREADONLY: a read-only
+     * connection counts as none, but its news may come after that answer, so the task waits a moment first rather
+     * than meet the same server again at once.
+     */
+    void whenWritable(Runnable task) {
+        Executors.later(() -> whenConnected(task), READ_ONLY_PAUSE);
+    }
+
     /** Runs {@code task} on coord's retry thread once the client is connected, at once if it is now. */
     public void whenConnected(Runnable task) {
         stateLock.lock();
@@ -623,8 +635,9 @@ public final class ClientContext {
     }
 
     /**
-     * Deletes a znode of ours, retried by Curator across connection loss until it succeeds or the session ends. The
-     * future completes when the first answer comes, whatever it says, and at once if the client is closed.
+     * Deletes a znode of ours, retried by Curator across connection loss, on later sessions too, until it succeeds or
+     * the client closes (every name coord deletes is its own), and sent again here once a read-only server refused it.
+     * The future completes when the first answer comes, whatever it says, and at once if the client is closed.
      */
     public CompletableFuture<Void> deleteGuaranteed(String path) {
         CompletableFuture<Void> answered = new CompletableFuture<>();
@@ -632,7 +645,13 @@ public final class ClientContext {
             client.delete()
                     .guaranteed()
                     .inBackground((c, event) -> {
-                        logFailedDelete(path, event);
+                        if (event.getResultCode() == KeeperException.Code.NOTREADONLY.intValue()) {
+                            // A server cut off from its quorum (canBeReadOnly) takes no write, and Curator sends none
+                            // again after this answer: a lock node left so would hold up every waiter.
+                            whenWritable(() -> deleteGuaranteed(path));
+                        } else {
+                            logFailedDelete(path, event);
+                        }
                         answered.complete(null);
                     })
                     .forPath(path);

@@ -220,8 +220,8 @@ final class LeaseImpl implements Lease {
     }
 
     /**
-     * LOST because its session ended or its client was closed, whatever session the handle still reports (Curator
-     * tells of a loss before it replaces the handle): not a revocation.
+     * LOST because its session ended or its client was closed, whatever session the handle reports by the time the
+     * news is heard (Curator may have replaced the handle already, or not yet): not a revocation.
      */
     void lostWithSession() {
         moveTo(LeaseState.LOST, false, () -> {}, true);
