@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.Lease;
 import io.coord.mutex.ReentrantMutex;
 import io.coord.queue.DistributedQueue;
 import io.coord.queue.QueueSerializer;
+import io.coord.semaphore.DistributedSemaphore;
 import io.coord.testkit.EmbeddedServer;
 import io.coord.testkit.ZooKeeperEnsemble;
 import io.coord.testkit.ZooKeeperProxy;
@@ -89,6 +91,8 @@ class ReadOnlyServerIT {
         others.forEach(EmbeddedServer::kill);
         await().atMost(Duration.ofSeconds(60)).until(() -> handleState(client) == ZooKeeper.States.CONNECTEDREADONLY);
         held.release(); // the server refuses the delete
+        // A semaphore's first use records its limit in the path's data: a write the server refuses too.
+        CompletableFuture<Lease> permit = new DistributedSemaphore(client, "/read-only/permits", 2).acquireAsync(1);
         CompletableFuture<Boolean> acquiring = CompletableFuture.supplyAsync(() -> {
             try {
                 boolean granted = wanted.acquire(Duration.ofSeconds(90)); // waits, as through any lost connection
@@ -104,6 +108,7 @@ class ReadOnlyServerIT {
         others.forEach(EmbeddedServer::restart);
         await().atMost(Duration.ofSeconds(60)).until(() -> handleState(client) == ZooKeeper.States.CONNECTED);
         assertTrue(acquiring.get(90, TimeUnit.SECONDS));
+        permit.get(90, TimeUnit.SECONDS).close();
         // Well within the old session's timeout, which began again when the quorum came back.
         CuratorFramework other = ensemble.newClient();
         ReentrantMutex released = new ReentrantMutex(other, "/read-only/released");

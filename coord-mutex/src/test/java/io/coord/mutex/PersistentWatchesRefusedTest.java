@@ -8,6 +8,7 @@ import io.coord.core.Lease;
 import io.coord.core.internal.ClientContext;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
@@ -32,6 +33,8 @@ class PersistentWatchesRefusedTest {
         String second = ZooKeeperFixture.uniquePath("views-refused");
         RequestCounter counter = new RequestCounter();
         CuratorFramework client = zk.newClient(counter);
+        // Long enough that the path stays counted between the first acquisition and the waiter's, however slow.
+        ZooKeeperFixture.lingerViews(client, Duration.ofSeconds(30));
         ReentrantMutex mine = new ReentrantMutex(client, first);
         mine.acquire(); // the first acquisition on a path counts it with a read: a view serves from the next one on
         mine.release();

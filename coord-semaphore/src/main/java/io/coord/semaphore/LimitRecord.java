@@ -276,11 +276,14 @@ final class LimitRecord implements PathRecord {
 
     private void fail(CuratorEvent event, Check c) {
         Code rc = Code.get(event.getResultCode());
-        if (ResultCodes.isInDoubt(rc)) {
-            // The connection went for longer than Curator's retries: check again once it is back, from the read,
-            // which shows whatever a write in doubt did. A closed client fails the check.
+        if (ResultCodes.isInDoubt(rc) || rc == Code.NOTREADONLY) {
+            // The connection went for longer than Curator's retries, or is to a server cut off from its quorum, which
+            // takes no write: check again once one takes writes, from the read, which shows whatever a write in doubt
+            // did. A closed client fails the check.
             c.connectionLost();
-            ClientContext.of(client).connected().whenComplete((connected, closed) -> {
+            ClientContext context = ClientContext.of(client);
+            CompletableFuture<Void> back = rc == Code.NOTREADONLY ? context.writable() : context.connected();
+            back.whenComplete((connected, closed) -> {
                 if (closed != null) {
                     c.done.completeExceptionally(closed);
                 } else {

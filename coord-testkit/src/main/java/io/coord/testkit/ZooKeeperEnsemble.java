@@ -178,19 +178,28 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     /**
      * The ports this JVM picks from, {@code [from, to)}: the whole range below the ephemeral ports, or, when test JVMs
      * run side by side (Surefire's {@code forkCount}), the {@code coord.testkit.fork}th of {@code coord.testkit.forks}
-     * equal slices of it (set them to {@code ${surefire.forkNumber}} and the fork count), so that no JVM picks a port
-     * of a server another one killed, which could then not start again.
+     * equal slices of it (set them to {@code ${surefire.forkNumber}} and the fork count), so that no fork of one test
+     * run picks a port of a server another one killed, which could then not start again. Values that do not name a
+     * slice (unset, {@code 1C}, a fork past the count) leave the whole range.
      */
     static int[] portSlice() {
-        int forks = Integer.getInteger("coord.testkit.forks", 1);
-        int fork = Integer.getInteger("coord.testkit.fork", 1);
-        if (forks < 1 || forks > 64 || fork < 1 || fork > forks) {
-            throw new IllegalStateException("coord.testkit.fork must be between 1 and coord.testkit.forks (1 to 64),"
-                    + " was " + fork + " of " + forks);
+        int forks = positive(System.getProperty("coord.testkit.forks"));
+        int fork = positive(System.getProperty("coord.testkit.fork"));
+        if (forks < 2 || forks > 64 || fork < 1 || fork > forks) {
+            return new int[] {FIRST_PICKED_PORT, FIRST_EPHEMERAL_PORT};
         }
         int width = (FIRST_EPHEMERAL_PORT - FIRST_PICKED_PORT) / forks;
         int from = FIRST_PICKED_PORT + (fork - 1) * width;
         return new int[] {from, from + width};
+    }
+
+    /** The number {@code value} names if it is a positive integer, else 0. */
+    private static int positive(String value) {
+        try {
+            return value == null ? 0 : Math.max(0, Integer.parseInt(value.trim()));
+        } catch (NumberFormatException e) {
+            return 0;
+        }
     }
 
     /** Every server, running or killed, in id order. */

@@ -312,7 +312,8 @@ final class Attempt {
             if (gen != generation) {
                 List<String> stale = made == null ? List.of() : made.names();
                 String id = OwnNodes.idOf(prefix);
-                if (made != null || !ResultCodes.isInDoubt(rc)) {
+                // A read-only server's refusal may answer Curator's resend of a create that landed: in doubt too.
+                if (made != null || !(ResultCodes.isInDoubt(rc) || rc == KeeperException.Code.NOTREADONLY)) {
                     todo.add(() -> CompletableFuture.allOf(stale.stream()
                                     .map(name -> context.deleteGuaranteed(full(name)))
                                     .toArray(CompletableFuture[]::new))
@@ -562,7 +563,7 @@ final class Attempt {
 
     /** Enters again once a connection takes writes: a read-only server refused the create. */
     private void retryWhenWritable(int gen, List<Runnable> todo) {
-        retry(gen, todo, this::enter, context::whenWritable);
+        retry(gen, todo, this::enter, task -> context.writable().thenRun(task));
     }
 
     private void retry(int gen, List<Runnable> todo, Consumer<List<Runnable>> step, Consumer<Runnable> when) {

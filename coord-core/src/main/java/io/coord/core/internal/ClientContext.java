@@ -86,8 +86,10 @@ public final class ClientContext {
     private final Map<String, Object> moduleState = new ConcurrentHashMap<>();
 
     private static final long CLOSE_LOOK_MILLIS = 250;
-    // How long a write refused by a read-only server waits before it looks for a connection that takes writes.
+    // How long a write refused by a read-only server waits before it looks for a connection that takes writes: at
+    // first, and at most (doubling in between while the handle stays read-only).
     private static final Duration READ_ONLY_PAUSE = Duration.ofMillis(250);
+    private static final Duration LONGEST_READ_ONLY_PAUSE = Duration.ofMillis(4_000);
 
     private final ReentrantLock stateLock = new ReentrantLock();
     // Written under stateLock; closed is also read without it.
@@ -276,13 +278,13 @@ public final class ClientContext {
     }
 
     /**
-     * The view of {@code path}, retained once, if the client has one whose watch is on the server or on its way there
-     * and that can be used; else null. Never adds a watch: for a client that takes no new views.
+     * The view of {@code path}, retained once, if the client has one that can be used; else null. Makes no view: for a
+     * client that takes no new ones.
      */
-    PathView retainWatchedView(String path) {
+    PathView retainExistingView(String path) {
         PathView[] found = new PathView[1];
         views.computeIfPresent(path, (p, view) -> {
-            if (view.retainIfWatched()) {
+            if (view.retainIfUsable()) {
                 found[0] = view;
             }
             return view;
@@ -552,12 +554,29 @@ public final class ClientContext {
     }
 
     /**
-     * Runs {@code task} once a connection takes writes again, after a request was refused NOTREADONLY: a read-only
-     * connection counts as none, but its news may come after that answer, so the task waits a moment first rather
-     * than meet the same server again at once.
+     * Completes once a connection takes writes again, after a request was refused NOTREADONLY; fails if the client is
+     * closed first. A read-only connection counts as none, but its news may come after that answer, or be held up
+     * behind a listener of the application: so it waits a moment first, and longer each time while the handle itself
+     * says it is read-only, rather than send the write to the same server again and again.
      */
-    void whenWritable(Runnable task) {
-        Executors.later(() -> whenConnected(task), READ_ONLY_PAUSE);
+    public CompletableFuture<Void> writable() {
+        return writable(READ_ONLY_PAUSE);
+    }
+
+    private CompletableFuture<Void> writable(Duration pause) {
+        CompletableFuture<Void> paused = new CompletableFuture<>();
+        Executors.later(() -> paused.complete(null), pause);
+        return paused.thenCompose(ignored -> handleReadOnly()
+                ? writable(pause.compareTo(LONGEST_READ_ONLY_PAUSE) >= 0 ? pause : pause.multipliedBy(2))
+                : connected());
+    }
+
+    private boolean handleReadOnly() {
+        try {
+            return client.getZookeeperClient().getZooKeeper().getState() == ZooKeeper.States.CONNECTEDREADONLY;
+        } catch (Exception e) {
+            return false; // no handle, or Curator holds a background error for it: connected() decides
+        }
     }
 
     /** Runs {@code task} on coord's retry thread once the client is connected, at once if it is now. */
@@ -635,9 +654,12 @@ public final class ClientContext {
     }
 
     /**
-     * Deletes a znode of ours, retried by Curator across connection loss, on later sessions too, until it succeeds or
-     * the client closes (every name coord deletes is its own), and sent again here once a read-only server refused it.
-     * The future completes when the first answer comes, whatever it says, and at once if the client is closed.
+     * Deletes a znode of ours until it is gone or the client closes. Curator retries it across connection loss; once
+     * its retries run out it sends it once more, on a later session too, but drops it if a read-only server refuses
+     * that (canBeReadOnly), and a lock node left so would hold up every waiter. So coord sends it again itself after an
+     * answer in doubt, once connected, and after a refusal of a read-only server, once a connection takes writes. Every
+     * name coord deletes is its own, so a delete that comes late touches nobody else's node. The future completes when
+     * the first answer comes, whatever it says, and at once if the client is closed.
      */
     public CompletableFuture<Void> deleteGuaranteed(String path) {
         CompletableFuture<Void> answered = new CompletableFuture<>();
@@ -645,10 +667,11 @@ public final class ClientContext {
             client.delete()
                     .guaranteed()
                     .inBackground((c, event) -> {
-                        if (event.getResultCode() == KeeperException.Code.NOTREADONLY.intValue()) {
-                            // A server cut off from its quorum (canBeReadOnly) takes no write, and Curator sends none
-                            // again after this answer: a lock node left so would hold up every waiter.
-                            whenWritable(() -> deleteGuaranteed(path));
+                        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+                        if (rc == KeeperException.Code.NOTREADONLY) {
+                            writable().thenRun(() -> deleteGuaranteed(path));
+                        } else if (ResultCodes.isInDoubt(rc)) {
+                            whenConnected(() -> deleteGuaranteed(path));
                         } else {
                             logFailedDelete(path, event);
                         }

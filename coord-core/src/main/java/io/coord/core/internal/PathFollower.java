@@ -36,14 +36,16 @@ public final class PathFollower implements AutoCloseable {
     }
 
     /**
-     * Follows {@code path}; empty if the client's view of the path is unusable, or if the client takes no new views and
-     * has no watched one of the path. A client that stopped taking views (a server before 3.9 refused to remove one)
-     * still follows through a view it has: on such a server the exists watch an observer sets on a missing path would
-     * share the server's entry with the view's watch there, and its firing, or its removal, would end that watch too.
+     * Follows {@code path}; empty if the client uses no views, or its view of the path is unusable. A client that
+     * stopped taking views because a server before 3.9 refused to remove one still follows through a view it has of
+     * the path: on such a server the exists watch an observer sets on a missing path would share the server's entry
+     * with the view's watch there, and its firing, or its removal, would end that watch too.
      */
     public static Optional<PathFollower> follow(CuratorFramework client, String path, Listener listener) {
         ClientContext context = ClientContext.of(client);
-        PathView view = context.usesViews() ? context.retainView(path) : context.retainWatchedView(path);
+        PathView view = context.usesViews()
+                ? context.retainView(path)
+                : context.persistentWatchesStay() ? context.retainExistingView(path) : null;
         if (view == null) {
             return Optional.empty();
         }

@@ -162,14 +162,11 @@ final class PathView {
         }
     }
 
-    /** Like {@link #retain}, only while usable and watched (the watch set, or its add on its way); false if not. */
-    boolean retainIfWatched() {
+    /** Like {@link #retain}, only while usable; false if not. */
+    boolean retainIfUsable() {
         lock.lock();
         try {
-            if (retired
-                    || unusable != null
-                    || sessionEnded
-                    || (watch != WatchState.SET && watch != WatchState.ADDING)) {
+            if (retired || unusable != null) {
                 return false;
             }
             users.join();
