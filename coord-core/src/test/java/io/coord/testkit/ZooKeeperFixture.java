@@ -73,12 +73,12 @@ public final class ZooKeeperFixture
     }
 
     /**
-     * Starts the server with ZooKeeper's watch manager {@code className} ({@code zookeeper.watchManagerName}), such as
-     * {@code org.apache.zookeeper.server.watch.WatchManagerOptimized}, which holds no persistent watches. The system
-     * property is set from before the class's first test until after its last.
+     * Starts the server with ZooKeeper's optional watch manager {@code WatchManagerOptimized}, which holds no
+     * persistent watches and answers their add MARSHALLINGERROR. The system property that names it
+     * ({@code zookeeper.watchManagerName}) is set from before the class's first test until after its last.
      */
-    public ZooKeeperFixture withWatchManager(String className) {
-        watchManager = className;
+    public ZooKeeperFixture withoutPersistentWatches() {
+        watchManager = "org.apache.zookeeper.server.watch.WatchManagerOptimized";
         return this;
     }
 

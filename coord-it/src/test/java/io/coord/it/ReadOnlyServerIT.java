@@ -30,8 +30,8 @@ import org.junit.jupiter.api.Timeout;
  * A client that may connect read-only ({@code canBeReadOnly}) to a server cut off from its quorum: such a server
  * answers reads and refuses every write, so coord counts the connection as no connection. A one-look acquisition is
  * refused as when disconnected, with nothing sent, and works again once the quorum is back; one that may wait, and a
- * release, which such a server refuses, go through then. A queue write that such a
- * server refuses may have landed before the connection moved there, and the queue finds out.
+ * release, which such a server refuses, go through then. A queue write that such a server refuses may have landed
+ * before the connection moved there, and the queue finds out.
  */
 @Timeout(120)
 class ReadOnlyServerIT {

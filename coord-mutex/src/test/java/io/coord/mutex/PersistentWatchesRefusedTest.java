@@ -24,8 +24,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 @Timeout(60)
 class PersistentWatchesRefusedTest {
     @RegisterExtension
-    static final ZooKeeperFixture zk =
-            new ZooKeeperFixture().withWatchManager("org.apache.zookeeper.server.watch.WatchManagerOptimized");
+    static final ZooKeeperFixture zk = new ZooKeeperFixture().withoutPersistentWatches();
 
     @Test
     void aWaiterIsGrantedThroughAPredecessorWatchAndTheClientAddsNoMoreViews() throws Exception {

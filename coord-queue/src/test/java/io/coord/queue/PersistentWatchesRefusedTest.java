@@ -22,8 +22,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 @Timeout(60)
 class PersistentWatchesRefusedTest {
     @RegisterExtension
-    static final ZooKeeperFixture zk =
-            new ZooKeeperFixture().withWatchManager("org.apache.zookeeper.server.watch.WatchManagerOptimized");
+    static final ZooKeeperFixture zk = new ZooKeeperFixture().withoutPersistentWatches();
 
     @Test
     void aCallThatWaitsForAnItemFailsSayingTheServerCannotAddAPersistentWatch() throws Exception {
