@@ -1,9 +1,11 @@
 package io.coord.mutex;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
 import io.coord.core.Participant;
@@ -12,7 +14,9 @@ import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -22,6 +26,45 @@ import org.junit.jupiter.params.provider.ValueSource;
 class MutexArgumentsTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
+
+    @Test
+    void aWaitOnCuratorsBackgroundThreadIsRefusedBeforeAnythingIsSent() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("curator-thread");
+        // A request that finds no connection within the connection timeout, and may not be retried, is answered on
+        // Curator's background thread, which also sends every request made while the connection is down.
+        CuratorFramework client =
+                zk.newCustomClient(b -> b.connectionTimeoutMs(500).retryPolicy(new RetryNTimes(0, 0)));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        CompletableFuture<Throwable> thrown = new CompletableFuture<>();
+        AtomicReference<String> thread = new AtomicReference<>();
+        zk.stopServer();
+        try {
+            // Sent once the client knows it has no connection: Curator then hands it to its background thread.
+            await().until(() -> !client.getZookeeperClient().isConnected());
+            client.checkExists()
+                    .inBackground((c, event) -> {
+                        thread.set(Thread.currentThread().getName());
+                        try {
+                            mutex.acquire(Duration.ZERO);
+                            thrown.complete(null);
+                        } catch (Throwable e) {
+                            thrown.complete(e);
+                        }
+                    })
+                    .forPath("/");
+            Throwable refused = thrown.get(30, TimeUnit.SECONDS);
+            assertTrue(thread.get().startsWith("Curator-Framework-"), thread::get);
+            assertInstanceOf(IllegalStateException.class, refused);
+            assertEquals(
+                    "acquiring " + path + " waits for ZooKeeper's answers, and once the connection drops for requests"
+                            + " that Curator's background thread sends: call it from another thread than a background"
+                            + " callback",
+                    refused.getMessage());
+        } finally {
+            zk.restartServer();
+        }
+        zk.assertNoLeaks(path);
+    }
 
     @Test
     void aWaitOnZooKeepersEventThreadIsRefusedBeforeAnythingIsSent() throws Exception {

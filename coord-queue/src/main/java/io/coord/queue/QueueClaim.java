@@ -108,17 +108,18 @@ final class QueueClaim<T> implements Claim<T> {
     @Override
     public void close() {
         // On ZooKeeper's event thread nothing may wait for an answer that thread delivers: neither the release's nor
-        // an ack's. Nor may any closer wait behind an ack under way, which holds the lock until it is answered, through
-        // an outage if need be: its answer may need the news that the connection is back, which a closer on Curator's
-        // listener thread would hold up for good. The close is then decided after the ack, on another thread.
-        boolean onEventThread = BackgroundRequests.onEventThread();
+        // an ack's (nor on Curator's background thread, which sends what waits for a connection). Nor may any closer
+        // wait behind an ack under way, which holds the lock until it is answered, through an outage if need be: its
+        // answer may need the news that the connection is back, which a closer on Curator's listener thread would hold
+        // up for good. The close is then decided after the ack, on another thread.
+        boolean onCallbackThread = BackgroundRequests.onCallbackThread();
         if (!lock.tryLock()) {
             CompletableFuture<Void> ack = acking;
             if (ack != null && !ack.isDone()) {
                 ack.thenRunAsync(this::close, queue.context.callbacks());
                 return;
             }
-            if (onEventThread) {
+            if (onCallbackThread) {
                 queue.context.callbacks().execute(this::close);
                 return;
             }
@@ -144,7 +145,7 @@ final class QueueClaim<T> implements Claim<T> {
         }
         // Until the release is answered, so that a poll right after close() finds the item at the head; and not
         // through an outage, where the release goes on without the closer.
-        if (!onEventThread) {
+        if (!onCallbackThread) {
             queue.awaitWhileConnected(answered, queue.layout.claim(name));
         }
     }

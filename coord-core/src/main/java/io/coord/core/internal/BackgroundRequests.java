@@ -24,6 +24,8 @@ import org.apache.zookeeper.KeeperException.Code;
  */
 public final class BackgroundRequests {
     private static final String EVENT_THREAD = "org.apache.zookeeper.ClientCnxn$EventThread";
+    // The name Curator gives its one background thread, unless the client was built with a thread factory of its own.
+    private static final String CURATOR_THREAD = "Curator-Framework-";
 
     private BackgroundRequests() {}
 
@@ -36,15 +38,36 @@ public final class BackgroundRequests {
     }
 
     /**
+     * Whether the caller runs on Curator's background thread: the one that sends the requests made while the
+     * connection is down, once it is back, and that answers some failures (a request that found no connection within
+     * the connection timeout), in background callbacks.
+     */
+    static boolean onCuratorThread() {
+        return Thread.currentThread().getName().startsWith(CURATOR_THREAD);
+    }
+
+    /** Whether the caller runs on a thread where a wait for an answer may never end: see {@link #refuseOnEventThread}. */
+    public static boolean onCallbackThread() {
+        return onEventThread() || onCuratorThread();
+    }
+
+    /**
      * Refuses, before anything is sent, a call that would wait on ZooKeeper's event thread for what that thread
-     * delivers, where it would wait for ever.
+     * delivers, where it would wait for ever; or on Curator's background thread, where it would wait for ever as soon
+     * as the connection drops, since that thread sends what was asked meanwhile.
      *
      * @throws IllegalStateException naming the call: {@code doing} on {@code path} ("acquiring", "/locks/a")
      */
     public static void refuseOnEventThread(String doing, String path) {
-        if (onEventThread()) { // the message is made only then: most callers are on an acquisition's hot path
+        // The messages are made only on those threads: most callers are on an acquisition's hot path.
+        if (onEventThread()) {
             throw new IllegalStateException(doing + " " + path + " waits for ZooKeeper's answers, which ZooKeeper's "
                     + "event thread delivers: call it from another thread than a watcher or a background callback");
+        }
+        if (onCuratorThread()) {
+            throw new IllegalStateException(doing + " " + path + " waits for ZooKeeper's answers, and once the"
+                    + " connection drops for requests that Curator's background thread sends: call it from another"
+                    + " thread than a background callback");
         }
     }
 
