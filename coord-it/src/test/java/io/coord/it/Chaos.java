@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -27,6 +28,8 @@ final class Chaos implements Runnable {
     private final AtomicInteger kills = new AtomicInteger();
     private final AtomicInteger serverExpiries = new AtomicInteger();
     private final AtomicInteger clientExpiries = new AtomicInteger();
+    // When each fault was over: a server serving again, a client on its new session, or told its session ended.
+    private final List<Long> faultEnds = new CopyOnWriteArrayList<>();
 
     Chaos(ClusterFixture cluster, List<CuratorFramework> clients, Timeline timeline, long seed) {
         this(
@@ -65,6 +68,11 @@ final class Chaos implements Runnable {
         return clientExpiries.get();
     }
 
+    /** The {@link System#nanoTime()} at which each fault so far was over, in order. */
+    List<Long> faultEnds() {
+        return List.copyOf(faultEnds);
+    }
+
     @Override
     public void run() {
         try {
@@ -91,6 +99,7 @@ final class Chaos implements Runnable {
         timeline.add("chaos: restart server " + server.id());
         server.restart();
         timeline.add("chaos: server " + server.id() + " serves again");
+        faultEnds.add(System.nanoTime());
     }
 
     private void expireOnServers(int index) throws Exception {
@@ -110,6 +119,7 @@ final class Chaos implements Runnable {
         timeline.add("chaos: " + labels.get(index) + " is on session 0x"
                 + Long.toHexString(ClusterFixture.sessionId(client)));
         serverExpiries.incrementAndGet();
+        faultEnds.add(System.nanoTime());
     }
 
     private void expireOnClient(int index) throws Exception {
@@ -118,6 +128,7 @@ final class Chaos implements Runnable {
         timeline.add("chaos: " + labels.get(index) + " is told session 0x" + Long.toHexString(session) + " expired");
         cluster.expireSessionOnClient(client);
         clientExpiries.incrementAndGet();
+        faultEnds.add(System.nanoTime());
     }
 
     /**

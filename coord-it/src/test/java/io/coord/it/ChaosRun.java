@@ -29,7 +29,8 @@ final class ChaosRun {
 
     /**
      * A holder that vanished frees its place within one session timeout at worst; twice that, plus time for a server
-     * election, is the longest a healthy run goes without granting anybody a turn.
+     * election, is the longest a healthy run goes without granting anybody a turn once the last fault is over (faults
+     * that follow one another can hold turns up for as long as they go on).
      */
     static final Duration STALL_LIMIT =
             ClusterFixture.SESSION_TIMEOUT.multipliedBy(2).plusSeconds(2);
@@ -136,9 +137,12 @@ final class ChaosRun {
         return chaos;
     }
 
-    /** Fails if nobody entered {@code checker} for longer than {@link #STALL_LIMIT} during the run. */
+    /**
+     * Fails if nobody entered {@code checker} for longer than {@link #STALL_LIMIT} during the run, counted from the end
+     * of the last fault before each turn.
+     */
     void assertNoStall(ExclusionChecker checker, String summary) {
-        long[] stall = checker.longestStall(start, deadline);
+        long[] stall = checker.longestStall(start, deadline, chaos.faultEnds());
         assertTrue(
                 stall[1] - stall[0] <= STALL_LIMIT.toNanos(),
                 () -> "nobody had a turn from " + timeline.at(stall[0]) + " to " + timeline.at(stall[1]) + ": "

@@ -182,27 +182,39 @@ final class ExclusionChecker {
     }
 
     /**
-     * The longest stretch between {@code startNanos} and {@code endNanos} in which nobody entered, as {start, end}.
+     * The longest stretch between {@code startNanos} and {@code endNanos} in which nobody entered, as {start, end},
+     * each stretch counted from the last of {@code faultEnds} (the times at which faults were over) within it: faults
+     * that follow one another hold turns up for as long as they go on.
      */
-    long[] longestStall(long startNanos, long endNanos) {
+    long[] longestStall(long startNanos, long endNanos, List<Long> faultEnds) {
         lock.lock();
         try {
             long[] longest = {startNanos, startNanos};
             long previous = startNanos;
             for (long t : entryTimes) {
                 long to = Math.min(t, endNanos);
-                if (to - previous > longest[1] - longest[0]) {
-                    longest = new long[] {previous, to};
-                }
+                longest = longer(longest, stall(previous, to, faultEnds));
                 previous = Math.max(previous, to);
             }
-            if (endNanos - previous > longest[1] - longest[0]) {
-                longest = new long[] {previous, endNanos};
-            }
-            return longest;
+            return longer(longest, stall(previous, endNanos, faultEnds));
         } finally {
             lock.unlock();
         }
+    }
+
+    /** The stretch from {@code from} to {@code to}, begun again at the last fault's end within it. */
+    private static long[] stall(long from, long to, List<Long> faultEnds) {
+        long start = from;
+        for (long end : faultEnds) {
+            if (end > start && end <= to) {
+                start = end;
+            }
+        }
+        return new long[] {start, Math.max(start, to)};
+    }
+
+    private static long[] longer(long[] a, long[] b) {
+        return b[1] - b[0] > a[1] - a[0] ? b : a;
     }
 
     /** Breaches so far, including stale holders still inside past {@link StaleHolders#LIMIT}. */
