@@ -509,13 +509,15 @@ public final class ClientContext {
 
     /** Whether the client's handle has a connection that takes writes. */
     private boolean handleConnected() {
-        if (!handleHasConnection()) {
-            return false;
-        }
+        return handleHasConnection() && handleState() == ZooKeeper.States.CONNECTED;
+    }
+
+    /** What the handle says of its connection; null if there is no handle, or Curator holds a background error for it. */
+    private ZooKeeper.States handleState() {
         try {
-            return client.getZookeeperClient().getZooKeeper().getState() == ZooKeeper.States.CONNECTED;
+            return client.getZookeeperClient().getZooKeeper().getState();
         } catch (Exception e) {
-            return false; // no handle, or Curator holds a background error for it: not usable now
+            return null;
         }
     }
 
@@ -566,17 +568,9 @@ public final class ClientContext {
     private CompletableFuture<Void> writable(Duration pause) {
         CompletableFuture<Void> paused = new CompletableFuture<>();
         Executors.later(() -> paused.complete(null), pause);
-        return paused.thenCompose(ignored -> handleReadOnly()
+        return paused.thenCompose(ignored -> handleState() == ZooKeeper.States.CONNECTEDREADONLY
                 ? writable(pause.compareTo(LONGEST_READ_ONLY_PAUSE) >= 0 ? pause : pause.multipliedBy(2))
                 : connected());
-    }
-
-    private boolean handleReadOnly() {
-        try {
-            return client.getZookeeperClient().getZooKeeper().getState() == ZooKeeper.States.CONNECTEDREADONLY;
-        } catch (Exception e) {
-            return false; // no handle, or Curator holds a background error for it: connected() decides
-        }
     }
 
     /** Runs {@code task} on coord's retry thread once the client is connected, at once if it is now. */
