@@ -28,6 +28,7 @@ import org.apache.zookeeper.data.ACL;
 final class FaultyHandle {
     private final AtomicBoolean loseNextLockCreateReply = new AtomicBoolean();
     private final AtomicBoolean loseNextMulti = new AtomicBoolean();
+    private final AtomicBoolean loseNextDelete = new AtomicBoolean();
     private final AtomicBoolean refuseMultis = new AtomicBoolean();
     private final AtomicInteger refusedMultis = new AtomicInteger();
     private final AtomicInteger answeredMultis = new AtomicInteger();
@@ -65,6 +66,15 @@ final class FaultyHandle {
 
     boolean multiLost() {
         return !loseNextMulti.get();
+    }
+
+    /** The next delete never reaches the server: the connection goes first. */
+    void loseNextDelete() {
+        loseNextDelete.set(true);
+    }
+
+    boolean deleteLost() {
+        return !loseNextDelete.get();
     }
 
     /** Every multi from now on throws where it is called, as a handle does once its client is closing. */
@@ -162,6 +172,16 @@ final class FaultyHandle {
                     },
                     ctx,
                     ttl);
+        }
+
+        @Override
+        public void delete(String path, int version, AsyncCallback.VoidCallback callback, Object ctx) {
+            if (!loseNextDelete.compareAndSet(true, false)) {
+                super.delete(path, version, callback, ctx);
+                return;
+            }
+            cutConnection();
+            callback.processResult(Code.CONNECTIONLOSS.intValue(), path, ctx);
         }
 
         @Override

@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -311,6 +312,36 @@ class MutexFaultTest {
         held.close();
         waiter.acquire(); // the waiter's client still works
         waiter.release();
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aReleaseWhoseDeleteCuratorSendsAgainLateDoesNotHoldUpTheSameThreadsNextLook() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("late-delete");
+        FaultyHandle faults = new FaultyHandle();
+        // Curator sends a request lost with its connection again only after the policy's sleep, while a request made
+        // once connected again goes out at once: the next create overtakes the release's delete.
+        CuratorFramework client = faults.client(zk, new RetryNTimes(2, 5_000));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        Session session = Session.of(client);
+        CountDownLatch reconnected = ZooKeeperFixture.latchOn(client, ConnectionState.RECONNECTED);
+        mutex.acquire();
+        String released = mutex.lease().path();
+
+        faults.loseNextDelete();
+        mutex.release();
+        await().until(faults::deleteLost);
+        assertTrue(reconnected.await(20, TimeUnit.SECONDS));
+        assertEquals(session.id(), client.getZookeeperClient().getZooKeeper().getSessionId());
+
+        assertTrue(mutex.acquire(Duration.ZERO), "the look was refused behind the node its own thread released");
+        assertTrue(mutex.lease().isValid());
+        assertNotEquals(released, mutex.lease().path());
+        await().alias("the release's delete landed after all")
+                .atMost(Duration.ofSeconds(20))
+                .until(() -> client.checkExists().forPath(released) == null);
+        mutex.release();
         client.close();
         zk.assertNoLeaks(path);
     }

@@ -69,6 +69,8 @@ public final class ClientContext {
     // The ids (_c_<id>-) of creates withdrawn while in flight, until what they made is deleted (see
     // #withdrawnInFlight).
     private final Set<String> withdrawnIds = ConcurrentHashMap.newKeySet();
+    // The names of our znodes whose delete is sent and not yet answered for good, by parent (see #isLeaving).
+    private final Map<String, Set<String>> deleting = new ConcurrentHashMap<>();
     private final AtomicBoolean closeNoticed = new AtomicBoolean();
     // Guarded by stateLock: what connected() hands out until the next connection.
     private CompletableFuture<Void> nextConnection;
@@ -657,6 +659,12 @@ public final class ClientContext {
      */
     public CompletableFuture<Void> deleteGuaranteed(String path) {
         CompletableFuture<Void> answered = new CompletableFuture<>();
+        ZKPaths.PathAndNode parentAndName = ZKPaths.getPathAndNode(path);
+        deleting.compute(parentAndName.getPath(), (parent, names) -> {
+            Set<String> now = names != null ? names : ConcurrentHashMap.newKeySet();
+            now.add(parentAndName.getNode());
+            return now;
+        });
         try {
             client.delete()
                     .guaranteed()
@@ -668,6 +676,7 @@ public final class ClientContext {
                             whenConnected(() -> deleteGuaranteed(path));
                         } else {
                             logFailedDelete(path, event);
+                            deleted(parentAndName);
                         }
                         answered.complete(null);
                     })
@@ -675,15 +684,24 @@ public final class ClientContext {
         } catch (Exception e) {
             // The client is closed: its session, and with it the ephemeral znode, is gone or going.
             log.debug("delete of {} left to the session's end", path, e);
+            deleted(parentAndName);
             answered.complete(null);
         }
         return answered;
     }
 
+    /** The delete of a znode of ours was answered for good: gone, or never to be deleted by us. */
+    private void deleted(ZKPaths.PathAndNode parentAndName) {
+        deleting.computeIfPresent(parentAndName.getPath(), (parent, names) -> {
+            names.remove(parentAndName.getNode());
+            return names.isEmpty() ? null : names;
+        });
+    }
+
     /**
      * An attempt of this client withdrew while its create, named with {@code id}, was in flight. That create lands
      * before any the caller sends next, and what it made is deleted only once its reply comes, after the next one's:
-     * until then this client's contenders leave its nodes out of the queue (see {@link #isWithdrawn}), so that a look
+     * until then this client's contenders leave its nodes out of the queue (see {@link #isLeaving}), so that a look
      * sent right after the withdrawal is not refused behind them. Nobody is ever granted on such a node.
      */
     void withdrawnInFlight(String id) {
@@ -698,15 +716,27 @@ public final class ClientContext {
         withdrawnIds.remove(id);
     }
 
-    /** Whether {@code node} was made by a create this client withdrew in flight and has not deleted yet. */
-    boolean isWithdrawn(SequenceNode node) {
-        return withdrewInFlight()
-                && node.protectionId().map(withdrawnIds::contains).orElse(false);
+    /**
+     * Whether {@code node}, a child of {@code parent}, is on its way out at this client's own hand: made by a create
+     * this client withdrew in flight and not deleted yet, or one whose delete this client has sent and not seen
+     * answered. Such a node holds nothing, so this client's contenders leave it out of the queue. A delete normally
+     * lands before anything the client sends next, but one sent again after a lost connection waits out the retry
+     * policy's sleep while a new request goes out at once: without this, a release during a connection blip would
+     * refuse the same thread's next look, and hold up its next acquisition, behind its own released node. Others
+     * still see the node until it goes, which only makes them wait longer.
+     */
+    boolean isLeaving(String parent, SequenceNode node) {
+        if (!withdrawnIds.isEmpty()
+                && node.protectionId().map(withdrawnIds::contains).orElse(false)) {
+            return true;
+        }
+        Set<String> names = deleting.isEmpty() ? null : deleting.get(parent);
+        return names != null && names.contains(node.name());
     }
 
-    /** Whether any create withdrawn in flight may have left nodes: only then is a queue worth searching for them. */
-    boolean withdrewInFlight() {
-        return !withdrawnIds.isEmpty();
+    /** Whether any node of this client under {@code parent} may be on its way out: only then is a queue worth a search. */
+    boolean anyLeaving(String parent) {
+        return !withdrawnIds.isEmpty() || deleting.containsKey(parent);
     }
 
     /**

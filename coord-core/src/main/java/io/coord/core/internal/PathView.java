@@ -312,10 +312,10 @@ final class PathView {
                 }
             }
             if (!strays.isEmpty()
-                    || (context.withdrewInFlight() && queue.stream().anyMatch(context::isWithdrawn))) {
+                    || (context.anyLeaving(path) && queue.stream().anyMatch(node -> context.isLeaving(path, node)))) {
                 List<SequenceNode> kept = new ArrayList<>(queue);
                 kept.removeAll(strays);
-                kept.removeIf(context::isWithdrawn); // being deleted by the attempt that made them
+                kept.removeIf(node -> context.isLeaving(path, node)); // being deleted by this client
                 queue = kept;
             }
             Decision decision = predicate.evaluate(queue, queue.size() - 1);

@@ -116,8 +116,8 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
             if (own.isStray(node) && snapshot.prune(node)) {
                 String stray = attempt.full(node.name());
                 todo.add(() -> attempt.context.deleteGuaranteed(stray));
-            } else if (attempt.context.isWithdrawn(node)) {
-                snapshot.prune(node); // another attempt of ours withdrew it in flight, and deletes it
+            } else if (attempt.context.isLeaving(attempt.path(), node)) {
+                snapshot.prune(node); // released, or withdrawn in flight, by this client, which deletes it
             }
         }
         evaluate(todo, false);
