@@ -261,6 +261,36 @@ class LeaderObserverTest {
         zk.assertNoLeaks(path);
     }
 
+    @Test
+    void aCandidateWhoseNodeTheClientMayNotReadIsStillListedInItsPlace() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("unreadable-listed");
+        CuratorFramework reader = zk.newClient();
+        reader.create().creatingParentsIfNeeded().forPath(path);
+        CuratorFramework owner =
+                zk.newCustomClient(b -> b.authorization("digest", "owner:secret".getBytes(StandardCharsets.UTF_8)));
+        String hidden = owner.create()
+                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))))
+                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "hidden".getBytes(StandardCharsets.UTF_8));
+        String open = reader.create()
+                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "open".getBytes(StandardCharsets.UTF_8));
+        LeaderLatch latch = new LeaderLatch(reader, path, "never-started");
+
+        List<Participant> listed = latch.participants();
+        assertEquals(
+                List.of(ZKPaths.getNodeFromPath(hidden), ZKPaths.getNodeFromPath(open)),
+                listed.stream().map(Participant::nodeName).toList());
+        assertEquals(List.of("", "open"), listed.stream().map(Participant::id).toList());
+        assertEquals(
+                ZKPaths.getNodeFromPath(hidden), latch.leader().orElseThrow().nodeName(), "the leader is first");
+
+        owner.delete().forPath(hidden);
+        reader.delete().forPath(open);
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
     private static Consumer<Optional<Participant>> recorder(List<String> seen) {
         return leader -> seen.add(leader.map(Participant::id).orElse(NOBODY));
     }

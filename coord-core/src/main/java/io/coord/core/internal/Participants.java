@@ -17,7 +17,7 @@ import org.apache.zookeeper.OpResult;
  * Lists a queue's holders and waiters: one children read, then the nodes' data in one multi-read per {@link
  * MultiRead#readsPerReply} nodes (15 under the default {@code jute.maxbuffer}, since an id may take 64 KiB), sent
  * together. Both reads are waited for as Curator's own synchronous reads are: a lost connection fails them once the
- * client's retry policy gives up.
+ * client's retry policy gives up. A node this client may not read is listed with an empty id.
  */
 final class Participants {
     private Participants() {}
@@ -66,13 +66,23 @@ final class Participants {
                 ClientContext.of(client), paths, Arguments.MAX_PARTICIPANT_ID_BYTES, DOING, path);
         List<Participant> participants = new ArrayList<>(nodes.size());
         for (int i = 0; i < nodes.size(); i++) {
-            // A node that left between the two reads is no longer a participant.
+            SequenceNode node = nodes.get(i);
+            String id;
             if (results.get(i) instanceof OpResult.GetDataResult data) {
-                byte[] bytes = data.getData();
-                String id = bytes == null ? "" : new String(bytes, StandardCharsets.UTF_8);
-                SequenceNode node = nodes.get(i);
-                participants.add(new Participant(id, node.name(), node.sequence()));
+                id = data.getData() == null ? "" : new String(data.getData(), StandardCharsets.UTF_8);
+            } else {
+                KeeperException.Code code = KeeperException.Code.get(((OpResult.ErrorResult) results.get(i)).getErr());
+                if (code == KeeperException.Code.NONODE) {
+                    continue; // it left between the two reads: no longer a participant
+                }
+                if (code != KeeperException.Code.NOAUTH) {
+                    throw BackgroundRequests.failure(DOING, ZKPaths.makePath(path, node.name()), code);
+                }
+                // A node this client may not read still holds its place: listed with an empty id, as the
+                // election's observer reports such a leader, so that the first listed is the holder still.
+                id = "";
             }
+            participants.add(new Participant(id, node.name(), node.sequence()));
         }
         return List.copyOf(participants);
     }
