@@ -197,7 +197,7 @@ final class LatchCandidacy {
             try {
                 join();
             } catch (RuntimeException e) {
-                log.warn("{} cannot queue again after losing its term", name, e);
+                logDeparture(log, engine, name + " (queueing again after its term)", e);
                 leaveOnFailure(e);
             }
         }

@@ -356,7 +356,7 @@ final class SelectorTerms {
                 join();
             }
         } catch (RuntimeException e) {
-            log.warn("{} cannot queue again after its term", name, e);
+            logDeparture(log, engine, name + " (queueing again after its term)", e);
         } finally {
             lease.close();
         }

@@ -237,4 +237,30 @@ class LeaderLatchFaultTest {
         assertFalse(selector.hasLeadership());
         selector.close();
     }
+
+    @Test
+    void closingTheClientOfALeaderLogsNoWarning() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("leader-client-closed");
+        CuratorFramework client = zk.newClient();
+        LeaderLatch latch = new LeaderLatch(client, path, "closing");
+        latch.start();
+        latch.await();
+
+        List<String> lines;
+        try (CapturedLog log = new CapturedLog()) {
+            client.close();
+            await().alias("the latch left the election, which it logs first").until(() -> {
+                try {
+                    latch.await(Duration.ZERO);
+                    return false;
+                } catch (CoordinationException e) {
+                    return true;
+                }
+            });
+            lines = log.linesOf("io.coord.election");
+        }
+        assertEquals(List.of(), lines, "an orderly shutdown is no warning (the tests log WARN and up)");
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
 }

@@ -18,6 +18,7 @@ import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -222,6 +223,32 @@ class LeaderSelectorTest {
     }
 
     /** Starts {@code first}, requeueing after each term, and {@code second} behind it once it leads. */
+    @Test
+    void closingTheClientOfAnAutoRequeueingLeaderLogsNoWarning() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("selector-client-closed");
+        CuratorFramework client = zk.newClient();
+        AtomicReference<Thread> leader = new AtomicReference<>();
+        LeaderSelector selector = new LeaderSelector(client, path, "closing", term -> {
+            leader.set(Thread.currentThread());
+            new CountDownLatch(1).await(); // until interrupted
+        });
+        selector.autoRequeue();
+        selector.start();
+        await().until(() -> leader.get() != null);
+
+        List<String> lines;
+        try (CapturedLog log = new CapturedLog()) {
+            client.close();
+            // The selector's thread ends the term, fails to queue again (which it logs), and goes idle in its pool.
+            await().until(() -> Arrays.stream(leader.get().getStackTrace())
+                    .noneMatch(frame -> frame.getClassName().startsWith(SelectorTerms.class.getName())));
+            lines = log.linesOf("io.coord.election");
+        }
+        assertEquals(List.of(), lines, "an orderly shutdown is no warning (the tests log WARN and up)");
+        selector.close();
+        zk.assertNoLeaks(path);
+    }
+
     private static void firstLeadsSecondWaits(LeaderSelector first, LeaderSelector second) {
         first.autoRequeue();
         first.start();
