@@ -236,13 +236,8 @@ class LeaderObserverTest {
         observer.addListener(recorder(seen), Runnable::run);
         observer.start();
 
-        // A candidate only its creator may read, as a latch of a client whose ACL provider says so makes it.
-        CuratorFramework owner =
-                zk.newCustomClient(b -> b.authorization("digest", "owner:secret".getBytes(StandardCharsets.UTF_8)));
-        String node = owner.create()
-                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
-                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))))
-                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "hidden".getBytes(StandardCharsets.UTF_8));
+        CuratorFramework owner = candidateOwner();
+        String node = hiddenCandidate(owner, path);
         // A view hears nothing of it (ZooKeeper withholds the event), and finds the gap at the next create it hears.
         LeaderLatch behind = new LeaderLatch(zk.newClient(), path, "behind");
         behind.start();
@@ -266,12 +261,8 @@ class LeaderObserverTest {
         String path = ZooKeeperFixture.uniquePath("unreadable-listed");
         CuratorFramework reader = zk.newClient();
         reader.create().creatingParentsIfNeeded().forPath(path);
-        CuratorFramework owner =
-                zk.newCustomClient(b -> b.authorization("digest", "owner:secret".getBytes(StandardCharsets.UTF_8)));
-        String hidden = owner.create()
-                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
-                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))))
-                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "hidden".getBytes(StandardCharsets.UTF_8));
+        CuratorFramework owner = candidateOwner();
+        String hidden = hiddenCandidate(owner, path);
         String open = reader.create()
                 .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
                 .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "open".getBytes(StandardCharsets.UTF_8));
@@ -289,6 +280,18 @@ class LeaderObserverTest {
         reader.delete().forPath(open);
         latch.close();
         zk.assertNoLeaks(path);
+    }
+
+    private static CuratorFramework candidateOwner() throws InterruptedException {
+        return zk.newCustomClient(b -> b.authorization("digest", "owner:secret".getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** A candidate only its creator may read, as a latch of a client whose ACL provider says so makes it. */
+    private static String hiddenCandidate(CuratorFramework owner, String path) throws Exception {
+        return owner.create()
+                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))))
+                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "hidden".getBytes(StandardCharsets.UTF_8));
     }
 
     private static Consumer<Optional<Participant>> recorder(List<String> seen) {
