@@ -34,14 +34,19 @@ public class CoordProperties implements InitializingBean {
 
     /** The CuratorFramework coord builds when the application defines none. */
     public static class ZooKeeper {
+        private static final Duration DEFAULT_CONNECTION_TIMEOUT = Duration.ofSeconds(15);
+
         /** The ensemble, host:port[,host:port...]; without it, no CuratorFramework is configured. */
         private String connectString;
 
         /** The session timeout; the servers grant between 2 and 20 of their ticks. */
         private Duration sessionTimeout = Duration.ofSeconds(30);
 
-        /** How long to wait for a connection before a request fails over to the retry policy. */
-        private Duration connectionTimeout = Duration.ofSeconds(15);
+        /**
+         * How long to wait for a connection before a request fails over to the retry policy; at most the session
+         * timeout. Unset, the smaller of 15 s and the session timeout.
+         */
+        private Duration connectionTimeout;
 
         /** A path prefix for everything the client does, without the leading slash (Curator's namespace). */
         private String namespace;
@@ -74,8 +79,14 @@ public class CoordProperties implements InitializingBean {
             this.sessionTimeout = sessionTimeout;
         }
 
+        /** The connection timeout set, or else the smaller of 15 s and the session timeout. */
         public Duration getConnectionTimeout() {
-            return connectionTimeout;
+            if (connectionTimeout != null) {
+                return connectionTimeout;
+            }
+            return sessionTimeout == null || sessionTimeout.compareTo(DEFAULT_CONNECTION_TIMEOUT) > 0
+                    ? DEFAULT_CONNECTION_TIMEOUT
+                    : sessionTimeout;
         }
 
         public void setConnectionTimeout(Duration connectionTimeout) {

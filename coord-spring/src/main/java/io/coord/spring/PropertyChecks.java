@@ -23,6 +23,11 @@ final class PropertyChecks {
         millis("coord.zookeeper.connection-timeout", zk.getConnectionTimeout());
         millis("coord.zookeeper.base-sleep", zk.getBaseSleep());
         millis("coord.zookeeper.max-sleep", zk.getMaxSleep());
+        if (zk.getConnectionTimeout().compareTo(zk.getSessionTimeout()) > 0) {
+            // Curator would only log it; a call would then wait for a connection longer than the session can live.
+            throw new IllegalArgumentException("coord.zookeeper.connection-timeout (" + zk.getConnectionTimeout()
+                    + ") must not be longer than coord.zookeeper.session-timeout (" + zk.getSessionTimeout() + ")");
+        }
         if (zk.getBaseSleep().compareTo(zk.getMaxSleep()) > 0) {
             throw new IllegalArgumentException("coord.zookeeper.base-sleep (" + zk.getBaseSleep()
                     + ") must not be longer than coord.zookeeper.max-sleep (" + zk.getMaxSleep() + ")");

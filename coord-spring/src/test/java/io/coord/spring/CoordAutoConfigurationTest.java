@@ -7,6 +7,7 @@ import io.coord.testkit.ZooKeeperEnsemble;
 import io.coord.testkit.ZooKeeperTest;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
@@ -51,7 +52,8 @@ class CoordAutoConfigurationTest {
                     assertThat(client.get().getState()).isEqualTo(CuratorFrameworkState.STARTED);
                     assertThat(client.get().getNamespace()).isEqualTo("app");
                     assertThat(client.get().getZookeeperClient().getConnectionTimeoutMs())
-                            .isEqualTo(15_000);
+                            .as("unset: 15 s, or the session timeout if that is shorter")
+                            .isEqualTo(4_000);
                     CoordLockRegistry registry = context.getBean(CoordLockRegistry.class);
                     assertThat(registry.root()).isEqualTo("/app-locks");
                     registry.executeLocked("job", () -> {});
@@ -193,6 +195,20 @@ class CoordAutoConfigurationTest {
     }
 
     @Test
+    void anUnsetConnectionTimeoutIsFifteenSecondsUnderALongerSession() {
+        runner.withPropertyValues("coord.zookeeper.connect-string=" + zk.connectString())
+                .run(context -> {
+                    CuratorFramework client = context.getBean(CuratorFramework.class);
+                    assertThat(client.getZookeeperClient().getConnectionTimeoutMs())
+                            .isEqualTo(15_000);
+                    assertThat(context.getBean(CoordProperties.class)
+                                    .getZookeeper()
+                                    .getSessionTimeout())
+                            .isEqualTo(Duration.ofSeconds(30));
+                });
+    }
+
+    @Test
     void badPropertiesFailTheContextWithTheirName() {
         String ensemble = "coord.zookeeper.connect-string=" + zk.connectString();
         String millis = " must be at least 1ms (Curator counts in whole milliseconds) and at most PT596H31M23.647S: ";
@@ -204,6 +220,12 @@ class CoordAutoConfigurationTest {
                 "coord.zookeeper.session-timeout=500us");
         assertFailsWith(
                 "coord.zookeeper.base-sleep" + millis + "PT2400000H", ensemble, "coord.zookeeper.base-sleep=100000d");
+        assertFailsWith(
+                "coord.zookeeper.connection-timeout (PT20S) must not be longer than coord.zookeeper.session-timeout"
+                        + " (PT10S)",
+                ensemble,
+                "coord.zookeeper.session-timeout=10s",
+                "coord.zookeeper.connection-timeout=20s");
         assertFailsWith(
                 "coord.zookeeper.max-retries must be from 0 to 29 (Curator's exponential backoff allows no more): -1",
                 ensemble,
