@@ -119,10 +119,13 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
     public void renewLock(Object lockKey) {
         String name = keyName(lockKey);
         KeyLock lock = locks.get(name);
+        // After an expiry the key's mutex may outlive its lock: a thread holding it through mutex(key) holds the key.
+        WeakReference<ReentrantMutex> kept = lock == null ? mutexes.get(name) : null;
+        ReentrantMutex mutex = lock != null ? lock.mutex : kept == null ? null : kept.get();
         LeaseState state;
         try {
             // One look: the hold can end at any moment, and lease() says so with an IllegalMonitorStateException.
-            state = lock == null ? null : lock.mutex.lease().state();
+            state = mutex == null ? null : mutex.lease().state();
         } catch (IllegalMonitorStateException e) {
             state = null;
         }
@@ -133,7 +136,9 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         if (state != LeaseState.HELD) {
             throw new IllegalStateException("the lock of '" + name + "' under " + root + " is " + state + ", not HELD");
         }
-        lock.touch();
+        if (lock != null) {
+            lock.touch();
+        }
     }
 
     /** The live lock of a key, made on first use or after the last one was retired. */

@@ -238,6 +238,25 @@ class CoordLockRegistryTest {
     }
 
     @Test
+    void aHoldThroughTheMutexOfAForgottenLockIsStillRenewed() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        ReentrantMutex mutex = registry.mutex("renewed-after-expiry");
+        registry.expireUnusedOlderThan(0);
+        assertThat(registry.size()).isZero();
+
+        mutex.acquire();
+        try {
+            registry.renewLock("renewed-after-expiry");
+        } finally {
+            mutex.release();
+        }
+        assertThatThrownBy(() -> registry.renewLock("renewed-after-expiry"))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("the current thread does not hold the lock of 'renewed-after-expiry' under /locks");
+        zk.assertNoLeaksUnder("/locks/renewed-after-expiry");
+    }
+
+    @Test
     void aThreadWaitingInTheMutexOfAForgottenLockHoldsTheKeysNextLockToo() throws Exception {
         CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
         CoordLockRegistry elsewhere = new CoordLockRegistry(zk.newClient(), "/locks");
