@@ -5,10 +5,14 @@ import io.coord.core.LeaseState;
 import io.coord.core.internal.Arguments;
 import io.coord.mutex.ReentrantMutex;
 import java.lang.ref.WeakReference;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
@@ -48,9 +52,14 @@ import org.springframework.integration.support.locks.RenewableLockRegistry;
  * releases quietly: a hold merely in doubt may be fine, and {@link #renewLock(Object)} is the check for it.
  */
 public final class CoordLockRegistry implements ExpirableLockRegistry, RenewableLockRegistry {
+    /** How many locks the registry keeps by default, as Spring Integration's own ZooKeeper registry does. */
+    public static final int DEFAULT_CACHE_CAPACITY = 30_000;
+
     private final CuratorFramework client;
     private final String root;
     private final Map<String, KeyLock> locks = new ConcurrentHashMap<>();
+    private volatile int cacheCapacity = DEFAULT_CACHE_CAPACITY;
+    private final AtomicBoolean trimming = new AtomicBoolean();
     // Each key's mutex, kept after its lock is forgotten for as long as anything refers to it (a thread waiting in, or
     // owing a release to, what mutex(key) returned): the key's next lock takes it over, so that one thread's holds
     // of a key are always one mutex's.
@@ -73,8 +82,24 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
     }
 
     /**
-     * The lock for {@code lockKey}: the same object for the same key until {@link #expireUnusedOlderThan(long)}
-     * drops it. An object kept across that still works: it uses the key's current lock, so that it and later {@code
+     * The most locks the registry keeps, {@value #DEFAULT_CACHE_CAPACITY} by default. A service that locks one key per
+     * invoice or message would otherwise keep a lock for every key it ever saw: past the capacity, the locks used
+     * least recently are forgotten as {@link #expireUnusedOlderThan(long)} forgets them, never one that a thread of
+     * this process holds, waits for or still owes an unlock.
+     *
+     * @throws IllegalArgumentException if {@code capacity} is less than 1
+     */
+    public void setCacheCapacity(int capacity) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("cacheCapacity must be >= 1: " + capacity);
+        }
+        this.cacheCapacity = capacity;
+        trim();
+    }
+
+    /**
+     * The lock for {@code lockKey}: the same object for the same key until {@link #expireUnusedOlderThan(long)}, or
+     * the {@linkplain #setCacheCapacity(int) capacity}, drops it. An object kept across that still works: it uses the key's current lock, so that it and later {@code
      * obtain(key)} calls share one hold per thread.
      *
      * @throws IllegalArgumentException if the key is not a valid znode name
@@ -147,7 +172,37 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         if (live != null && !live.isRetired()) {
             return live; // the usual case, without compute's lock on the bin
         }
-        return locks.compute(name, (key, lock) -> lock == null || lock.isRetired() ? new KeyLock(key) : lock);
+        KeyLock made = locks.compute(name, (key, lock) -> lock == null || lock.isRetired() ? new KeyLock(key) : lock);
+        if (locks.size() > cacheCapacity) {
+            trim();
+        }
+        return made;
+    }
+
+    /**
+     * Forgets the least recently used locks that nothing uses until a tenth of the capacity is free, so that a run of
+     * new keys pays one sort per tenth. One thread trims at a time; the others go on.
+     */
+    private void trim() {
+        int capacity = cacheCapacity;
+        if (locks.size() <= capacity || !trimming.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            int target = capacity - capacity / 10;
+            List<Map.Entry<String, KeyLock>> byUse = new ArrayList<>(locks.entrySet());
+            byUse.sort(Comparator.comparingLong(entry -> entry.getValue().lastUsedNanos));
+            long now = System.nanoTime();
+            for (Map.Entry<String, KeyLock> entry : byUse) {
+                if (locks.size() <= target) {
+                    break;
+                }
+                locks.computeIfPresent(entry.getKey(), (key, lock) -> lock.retireIfUnused(now, -1) ? null : lock);
+            }
+            mutexes.values().removeIf(kept -> kept.get() == null);
+        } finally {
+            trimming.set(false);
+        }
     }
 
     /** The key's mutex: the one still in use through a forgotten lock, or a new one. Inside {@code locks.compute}. */

@@ -238,6 +238,36 @@ class CoordLockRegistryTest {
     }
 
     @Test
+    void pastItsCapacityTheRegistryForgetsTheLeastRecentlyUsedLocksButNeverAHeldOne() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        Lock held = registry.obtain("capacity-held");
+        held.lock();
+        try {
+            for (int i = 0; i < CoordLockRegistry.DEFAULT_CACHE_CAPACITY + 10_000; i++) {
+                registry.obtain("invoice-" + i); // no I/O: a lock is made on first use of its key
+            }
+            assertThat(registry.size()).isLessThanOrEqualTo(CoordLockRegistry.DEFAULT_CACHE_CAPACITY);
+            assertThat(registry.obtain("capacity-held")).isSameAs(held);
+
+            registry.setCacheCapacity(100);
+            assertThat(registry.size()).isLessThanOrEqualTo(100);
+            Lock recent = registry.obtain("recent");
+            for (int i = 0; i < 50; i++) {
+                registry.obtain("more-" + i);
+            }
+            assertThat(registry.obtain("recent")).isSameAs(recent);
+            assertThat(registry.obtain("capacity-held")).isSameAs(held);
+            registry.renewLock("capacity-held");
+        } finally {
+            held.unlock();
+        }
+        assertThatThrownBy(() -> registry.setCacheCapacity(0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("cacheCapacity must be >= 1: 0");
+        zk.assertNoLeaksUnder("/locks/capacity-held");
+    }
+
+    @Test
     void aHoldThroughTheMutexOfAForgottenLockIsStillRenewed() throws Exception {
         CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
         ReentrantMutex mutex = registry.mutex("renewed-after-expiry");
