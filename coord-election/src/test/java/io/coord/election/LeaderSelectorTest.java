@@ -12,6 +12,7 @@ import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.core.internal.Observations;
 import io.coord.core.internal.Observer;
+import io.coord.testkit.CapturedLog;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;

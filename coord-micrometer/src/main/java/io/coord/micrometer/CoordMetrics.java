@@ -2,15 +2,12 @@ package io.coord.micrometer;
 
 import io.coord.core.internal.Observations;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.WeakHashMap;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.UnaryOperator;
 
@@ -56,13 +53,8 @@ public final class CoordMetrics implements MeterBinder, AutoCloseable {
     // Guards bound, so that a close() and a bindTo() racing it leave either no observer or a live one.
     private final ReentrantLock lock = new ReentrantLock();
     private final Map<MeterRegistry, MeterObserver> bound = new IdentityHashMap<>();
-    /**
-     * Per registry, the counts its pending gauges read, for every instance in this class loader: a registry keeps the
-     * first gauge registered under a name and tags, so a gauge outlives the binding that made it (a close(), or
-     * another instance bound later) and must go on reading the live count.
-     */
-    private static final Map<MeterRegistry, Map<Tags, AtomicInteger>> PENDING =
-            Collections.synchronizedMap(new WeakHashMap<>());
+    /** Per registry, its pending gauges, for every instance in this class loader (see {@link PendingGauges}). */
+    private static final Map<MeterRegistry, PendingGauges> PENDING = Collections.synchronizedMap(new WeakHashMap<>());
 
     /** Tags each meter with the primitive's path as it is. */
     public CoordMetrics() {
@@ -87,7 +79,11 @@ public final class CoordMetrics implements MeterBinder, AutoCloseable {
             if (bound.containsKey(registry)) {
                 return; // a second observer would count everything twice
             }
-            Map<Tags, AtomicInteger> pending = PENDING.computeIfAbsent(registry, r -> new ConcurrentHashMap<>());
+            PendingGauges pending = PENDING.computeIfAbsent(registry, r -> {
+                PendingGauges made = new PendingGauges();
+                r.config().onMeterRemoved(made::removed);
+                return made;
+            });
             MeterObserver observer = new MeterObserver(registry, pathTag, pending);
             bound.put(registry, observer);
             Observations.add(observer);
@@ -101,7 +97,10 @@ public final class CoordMetrics implements MeterBinder, AutoCloseable {
     public void close() {
         lock.lock();
         try {
-            bound.values().forEach(Observations::remove);
+            for (MeterObserver observer : bound.values()) {
+                Observations.remove(observer);
+                observer.close(); // acquisitions under way still tell it of their ends
+            }
             bound.clear();
         } finally {
             lock.unlock();

@@ -3,43 +3,57 @@ package io.coord.micrometer;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.Observer;
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 
-/** Keeps one registry's meters from coord's reports; every update is a lookup and an in-memory add. */
+/**
+ * Keeps one registry's meters from coord's reports; every update is a lookup and an in-memory add. Acquisitions
+ * under way keep the observers they started with, so a closed one still hears of their ends: it then only counts
+ * them out of the pending gauge, which a later binding reads, and holds the registry no more.
+ */
 final class MeterObserver implements Observer {
-    private final MeterRegistry registry;
+    private volatile MeterRegistry registry; // null once closed
     private final UnaryOperator<String> pathTag;
-    // The counts behind the registry's pending gauges, shared with every binding to it of any CoordMetrics.
-    private final Map<Tags, AtomicInteger> pending;
+    private final PendingGauges pending;
 
-    /**
-     * Meters in {@code registry}; {@code pending} holds the counts its pending gauges read, and outlives this
-     * observer, so that a gauge registered by it still reads the live count once another observer took over.
-     */
-    MeterObserver(MeterRegistry registry, UnaryOperator<String> pathTag, Map<Tags, AtomicInteger> pending) {
+    /** Meters in {@code registry}; {@code pending} is the registry's, shared with every binding to it. */
+    MeterObserver(MeterRegistry registry, UnaryOperator<String> pathTag, PendingGauges pending) {
         this.registry = registry;
         this.pathTag = pathTag;
         this.pending = pending;
     }
 
+    /** Stops updating the registry's meters. */
+    void close() {
+        registry = null;
+    }
+
     @Override
     public void acquisitionStarted(String path, String primitive) {
-        pendingOf(tags(path, primitive)).incrementAndGet();
+        MeterRegistry registry = this.registry;
+        if (registry != null) {
+            pending.count(registry, tags(path, primitive)).incrementAndGet();
+        }
     }
 
     @Override
     public void acquisitionEnded(
             String path, String primitive, String participant, long waitNanos, AcquireOutcome outcome) {
         Tags tags = tags(path, primitive);
-        pendingOf(tags).decrementAndGet();
+        MeterRegistry registry = this.registry;
+        if (registry == null) {
+            AtomicInteger count = pending.countIfKnown(tags); // started while bound: it leaves the count
+            if (count != null) {
+                count.decrementAndGet();
+            }
+            return;
+        }
+        pending.count(registry, tags).decrementAndGet();
         Tags withOutcome = tags.and("outcome", outcome.tag());
         Timer.builder("coord.acquire.wait")
                 .description("How long acquisitions waited, from the call to the outcome")
@@ -56,6 +70,10 @@ final class MeterObserver implements Observer {
     @Override
     public void holdEnded(
             String path, String primitive, String participant, long fencingToken, long holdNanos, HoldEnd end) {
+        MeterRegistry registry = this.registry;
+        if (registry == null) {
+            return;
+        }
         Tags tags = tags(path, primitive);
         Timer.builder("coord.lease.hold")
                 .description("How long leases were held, from the grant to released, lost or revoked")
@@ -74,6 +92,10 @@ final class MeterObserver implements Observer {
     @Override
     public void leaseStateChanged(
             String path, String primitive, String participant, long fencingToken, LeaseState from, LeaseState to) {
+        MeterRegistry registry = this.registry;
+        if (registry == null) {
+            return;
+        }
         Counter.builder("coord.lease.states")
                 .description("Held leases turning SUSPECT, HELD again, or LOST")
                 .tags(tags(path, primitive).and("state", to.name()))
@@ -83,6 +105,10 @@ final class MeterObserver implements Observer {
 
     @Override
     public void leadershipChanged(String path, String primitive, String participant, boolean gained) {
+        MeterRegistry registry = this.registry;
+        if (registry == null) {
+            return;
+        }
         Counter.builder("coord.leadership.changes")
                 .description("Leadership gained or lost by this process's latches and selectors")
                 .tags(tags(path, primitive).and("change", gained ? "gained" : "lost"))
@@ -92,6 +118,10 @@ final class MeterObserver implements Observer {
 
     @Override
     public void queueOperation(String path, QueueOperation operation, int requested, int items, long nanos) {
+        MeterRegistry registry = this.registry;
+        if (registry == null) {
+            return;
+        }
         Tags tags = tags(path, "queue").and("operation", operation.tag());
         Timer.builder("coord.queue.calls")
                 .description("Queue calls that offer, poll, drain or claim, from the call to its return")
@@ -108,20 +138,6 @@ final class MeterObserver implements Observer {
     private Tags tags(String path, String primitive) {
         // Asked each time, not remembered per path: paths that carry ids are what pathTag is there to fold.
         return Tags.of("path", pathTag.apply(path), "primitive", primitive);
-    }
-
-    /**
-     * The count behind one pending gauge, made on first use and kept as long as the registry. The gauge is registered
-     * with it at every start and end, a lookup once it is there, so that one removed from the registry comes back.
-     */
-    private AtomicInteger pendingOf(Tags tags) {
-        AtomicInteger count = pending.computeIfAbsent(tags, t -> new AtomicInteger());
-        Gauge.builder("coord.acquire.pending", count, AtomicInteger::get)
-                .description("Acquisitions under way: sent, and not yet granted, refused, withdrawn or failed")
-                .tags(tags)
-                .strongReference(true)
-                .register(registry);
-        return count;
     }
 
     @Override

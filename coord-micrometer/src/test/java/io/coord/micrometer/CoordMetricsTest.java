@@ -13,18 +13,23 @@ import io.coord.election.LeaderLatch;
 import io.coord.mutex.ReentrantMutex;
 import io.coord.queue.DistributedQueue;
 import io.coord.queue.QueueSerializer;
+import io.coord.testkit.CapturedLog;
 import io.coord.testkit.ZooKeeperFixture;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.search.Search;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -180,6 +185,70 @@ class CoordMetricsTest {
     }
 
     @Test
+    void thePendingGaugeIsRegisteredOnceSoTheRegistryHasNothingToWarnAbout() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("registered-once");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        rearmDoubleRegistrationWarning();
+        List<String> lines;
+        try (CapturedLog log = new CapturedLog()) {
+            for (int i = 0; i < 2; i++) {
+                mutex.acquire();
+                mutex.release();
+            }
+            lines = log.linesOf("io.micrometer");
+        }
+        assertEquals(List.of(), lines, "a gauge registered twice makes Micrometer warn");
+        assertEquals(2, outcomes(path, "granted"));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aPendingGaugeThatAFilterFoldsPathsIntoCountsEveryPath() throws Exception {
+        metrics.close();
+        SimpleMeterRegistry folding = new SimpleMeterRegistry();
+        folding.config().meterFilter(MeterFilter.ignoreTags("path"));
+        String first = ZooKeeperFixture.uniquePath("folded-first");
+        String second = ZooKeeperFixture.uniquePath("folded-second");
+        try (CoordMetrics bound = new CoordMetrics()) {
+            bound.bindTo(folding);
+            ReentrantMutex once = new ReentrantMutex(zk.newClient(), first);
+            once.acquire(); // registers the folded gauge, counting the first path
+            once.release();
+            ReentrantMutex holder = new ReentrantMutex(zk.newClient(), second, "holder");
+            ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), second, "waiter");
+            holder.acquire();
+            CompletableFuture<Lease> pending = waiter.acquireAsync();
+            await().until(() -> holder.participants().size() == 2);
+            Gauge gauge = folding.find("coord.acquire.pending").gauge();
+            assertEquals(1.0, gauge.value(), "the waiter on the second path is under way");
+            pending.cancel(true);
+            await().until(() -> gauge.value() == 0.0);
+            holder.release();
+        }
+        zk.assertNoLeaks(first);
+        zk.assertNoLeaks(second);
+    }
+
+    @Test
+    void closedMetricsLeaveAnAcquisitionUnderWayUncountedButNotPending() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-under-way");
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path, "holder");
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path, "waiter");
+        holder.acquire();
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        assertEquals(1.0, gauge("coord.acquire.pending", path));
+        metrics.close();
+
+        holder.release();
+        pending.get(10, TimeUnit.SECONDS).close();
+        assertEquals(1, outcomes(path, "granted"), "the waiter was granted after close, and not counted");
+        assertNull(find("coord.lease.hold", path).timer(), "nor the holds that ended after it");
+        assertEquals(0.0, gauge("coord.acquire.pending", path), "but no longer pending, for a later binding");
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void bindingTwiceToOneRegistryCountsEverythingOnce() throws Exception {
         metrics.bindTo(registry);
         String path = ZooKeeperFixture.uniquePath("bound-twice");
@@ -268,6 +337,19 @@ class CoordMetricsTest {
         } finally {
             folded.close();
         }
+    }
+
+    /**
+     * Micrometer warns of a meter registered twice once per JVM, and then only at DEBUG: its flag is cleared so that a
+     * test sees the warning its own registrations would cause.
+     */
+    private static void rearmDoubleRegistrationWarning() throws ReflectiveOperationException {
+        Field loggerField = MeterRegistry.class.getDeclaredField("doubleRegistrationLogger");
+        loggerField.setAccessible(true);
+        Object logger = loggerField.get(null);
+        Field warned = logger.getClass().getDeclaredField("warnLogged");
+        warned.setAccessible(true);
+        ((AtomicBoolean) warned.get(logger)).set(false);
     }
 
     private Search find(String name, String path) {
