@@ -68,7 +68,7 @@ final class LatchCandidacy {
         SuspensionPolicy clientPolicy = SuspensionPolicy.of(engine.client());
         lock.lock();
         try {
-            request.checkStartable(phase != Phase.LATENT, name, phase);
+            request.checkStartable(phase != Phase.LATENT, phase == Phase.CLOSED, name, phase);
             policy = clientPolicy;
             moveTo(Phase.WAITING);
         } finally {

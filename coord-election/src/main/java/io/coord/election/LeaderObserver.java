@@ -101,6 +101,9 @@ public final class LeaderObserver implements AutoCloseable {
     public void start() {
         lock.lock();
         try {
+            if (phase == Phase.CLOSED) {
+                throw TermRequest.startAfterClose(this);
+            }
             if (phase != Phase.LATENT) {
                 throw new IllegalStateException("already started: " + this + " is " + phase);
             }

@@ -83,7 +83,7 @@ final class SelectorTerms {
         SuspensionPolicy clientPolicy = SuspensionPolicy.of(engine.client());
         lock.lock();
         try {
-            request.checkStartable(phase != Phase.LATENT, name, phase);
+            request.checkStartable(phase != Phase.LATENT, phase == Phase.CLOSED, name, phase);
             policy = clientPolicy;
             moveTo(Phase.QUEUED);
         } finally {

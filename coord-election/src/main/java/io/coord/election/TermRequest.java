@@ -61,15 +61,24 @@ final class TermRequest {
 
     /**
      * Under the owner's lock, before a start moves its phase: throws {@link IllegalStateException} if it started
-     * before, or if the client was never started. A closed client is left to the join, which fails as queueing would.
+     * before or was closed, or if the client was never started. A closed client is left to the join, which fails as
+     * queueing would.
      */
-    void checkStartable(boolean started, String name, Object phase) {
+    void checkStartable(boolean started, boolean closed, String name, Object phase) {
+        if (closed) {
+            throw startAfterClose(name);
+        }
         if (started) {
             throw new IllegalStateException("already started: " + name + " is " + phase);
         }
         if (engine.client().getState() == CuratorFrameworkState.LATENT) {
             engine.checkUsable();
         }
+    }
+
+    /** What a start after close is refused with, whether or not there was a start before. */
+    static IllegalStateException startAfterClose(Object name) {
+        return new IllegalStateException("closed: " + name + " cannot be started again");
     }
 
     /** Under the owner's lock: whether a request is pending. */

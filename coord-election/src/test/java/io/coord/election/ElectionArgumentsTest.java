@@ -139,19 +139,35 @@ class ElectionArgumentsTest {
         latch.start();
         assertStartRefused(latch::start);
         latch.close();
-        assertStartRefused(latch::start);
+        assertStartAfterCloseRefused(latch, latch::start);
 
         LeaderSelector selector = new LeaderSelector(client, path, "id", IDLE);
         selector.start();
         assertStartRefused(selector::start);
         selector.close();
-        assertStartRefused(selector::start);
+        assertStartAfterCloseRefused(selector, selector::start);
 
         LeaderObserver observer = new LeaderObserver(client, path);
         observer.start();
         assertStartRefused(observer::start);
         observer.close();
-        assertStartRefused(observer::start);
+        assertStartAfterCloseRefused(observer, observer::start);
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void startingAfterACloseThatCameFirstIsRefusedAsClosed() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-first");
+        CuratorFramework client = zk.newClient();
+        LeaderLatch latch = new LeaderLatch(client, path, "id");
+        latch.close();
+        assertStartAfterCloseRefused(latch, latch::start);
+        LeaderSelector selector = new LeaderSelector(client, path, "id", IDLE);
+        selector.close();
+        assertStartAfterCloseRefused(selector, selector::start);
+        LeaderObserver observer = new LeaderObserver(client, path);
+        observer.close();
+        assertStartAfterCloseRefused(observer, observer::start);
         zk.assertNoLeaks(path);
     }
 
@@ -202,6 +218,10 @@ class ElectionArgumentsTest {
     private static void assertStartRefused(Executable start) {
         IllegalStateException e = assertThrows(IllegalStateException.class, start);
         assertTrue(e.getMessage().startsWith("already started"), e.getMessage());
+    }
+
+    private static void assertStartAfterCloseRefused(Object closed, Executable start) {
+        assertMessage(IllegalStateException.class, "closed: " + closed + " cannot be started again", start);
     }
 
     private static void assertMessage(Class<? extends Throwable> type, String message, Executable call) {
