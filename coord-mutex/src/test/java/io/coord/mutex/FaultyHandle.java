@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.RetryPolicy;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.AddWatchMode;
 import org.apache.zookeeper.AsyncCallback;
@@ -41,17 +42,26 @@ final class FaultyHandle {
 
     /** A started client on {@code zk} whose handles this one's faults apply to. */
     CuratorFramework client(ZooKeeperFixture zk) throws InterruptedException {
-        return client(zk, new RetryNTimes(0, 0));
+        return zk.newCustomClient(b -> faulty(b).retryPolicy(new RetryNTimes(0, 0)));
     }
 
-    /** The same, with a retry policy that lets Curator send a request again after a lost connection. */
+    /**
+     * The same, with a retry policy that lets Curator send a request again after a lost connection, and a session that
+     * outlives the reconnection however slow the machine.
+     */
     CuratorFramework client(ZooKeeperFixture zk, RetryPolicy retries) throws InterruptedException {
-        return zk.newCustomClient(b -> b.retryPolicy(retries)
-                .zookeeperFactory((connect, timeout, watcher, readOnly) -> {
-                    Handle made = new Handle(connect, timeout, watcher, readOnly);
-                    handle.set(made);
-                    return made;
-                }));
+        return zk.newCustomClient(b -> {
+            ZooKeeperFixture.outageProof(b);
+            faulty(b).retryPolicy(retries);
+        });
+    }
+
+    private CuratorFrameworkFactory.Builder faulty(CuratorFrameworkFactory.Builder builder) {
+        return builder.zookeeperFactory((connect, timeout, watcher, readOnly) -> {
+            Handle made = new Handle(connect, timeout, watcher, readOnly);
+            handle.set(made);
+            return made;
+        });
     }
 
     /** The next sequential create is applied, but its reply is lost with the connection. */
