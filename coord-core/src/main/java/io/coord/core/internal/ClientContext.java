@@ -690,6 +690,16 @@ public final class ClientContext {
         return answered;
     }
 
+    /**
+     * Sends every delete of ours not yet answered for good again, at once. Curator sends a request lost with its
+     * connection again only after its retry policy's sleep, while what is sent on the new connection goes out at
+     * once: a released node would hold up everyone else, and tell them a holder is still there, for that long.
+     * A delete answered meanwhile costs one request that finds nothing.
+     */
+    private void resendDeletes() {
+        deleting.forEach((parent, names) -> names.forEach(name -> deleteGuaranteed(ZKPaths.makePath(parent, name))));
+    }
+
     /** The delete of a znode of ours was answered for good: gone, or never to be deleted by us. */
     private void deleted(ZKPaths.PathAndNode parentAndName) {
         deleting.computeIfPresent(parentAndName.getPath(), (parent, names) -> {
@@ -720,10 +730,11 @@ public final class ClientContext {
      * Whether {@code node}, a child of {@code parent}, is on its way out at this client's own hand: made by a create
      * this client withdrew in flight and not deleted yet, or one whose delete this client has sent and not seen
      * answered. Such a node holds nothing, so this client's contenders leave it out of the queue. A delete normally
-     * lands before anything the client sends next, but one sent again after a lost connection waits out the retry
-     * policy's sleep while a new request goes out at once: without this, a release during a connection blip would
-     * refuse the same thread's next look, and hold up its next acquisition, behind its own released node. Others
-     * still see the node until it goes, which only makes them wait longer.
+     * lands before anything the client sends next, but one lost with the connection is sent again only once the
+     * client hears of the new connection ({@link #resendDeletes}), while a request made meanwhile (by a listener of
+     * the application that heard first) goes out at once: without this, a release during a connection blip could
+     * refuse the same thread's next look, or hold up its next acquisition, behind its own released node. Others still
+     * see the node until it goes, which only makes them wait longer.
      */
     boolean isLeaving(String parent, SequenceNode node) {
         if (!withdrawnIds.isEmpty()
@@ -868,6 +879,9 @@ public final class ClientContext {
         // If the expiry was only declared by the client, the old session may linger on the server for a whole session
         // timeout. Deleting its nodes, retried until the next connection carries it, lets the next holder in at once.
         lost.forEach(l -> l.nodes().forEach(this::deleteGuaranteed));
+        if (state == ConnectionState.CONNECTED || state == ConnectionState.RECONNECTED) {
+            resendDeletes(); // before the views read again, so that their reads come after the deletes
+        }
         if (event != null) { // late news changes nothing for them: they heard of the session that followed
             sessionListeners.forEach(l -> l.sessionChanged(event));
             views.values().forEach(v -> v.sessionChanged(event));

@@ -85,7 +85,15 @@ final class Revocations {
      */
     private static List<SequenceNode> heldLease(
             CuratorFramework client, String path, LeasePredicate predicate, SequenceNode target) throws Exception {
-        List<SequenceNode> queue = Participants.queue(client, path);
+        ClientContext context = ClientContext.of(client);
+        if (context.isLeaving(path, target)) {
+            return List.of(); // released, or withdrawn, by this client: its delete is on its way
+        }
+        // Decided as this client's contenders decide: its own nodes on their way out hold nothing.
+        List<SequenceNode> queue = new ArrayList<>(Participants.queue(client, path));
+        if (context.anyLeaving(path)) {
+            queue.removeIf(node -> context.isLeaving(path, node));
+        }
         if (!queue.contains(target)) {
             return List.of();
         }
