@@ -59,6 +59,8 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
     private final String root;
     private final Map<String, KeyLock> locks = new ConcurrentHashMap<>();
     private volatile int cacheCapacity = DEFAULT_CACHE_CAPACITY;
+    // The size past which current() trims: the capacity, or more while locks in use keep the registry over it.
+    private volatile int trimAt = DEFAULT_CACHE_CAPACITY;
     private final AtomicBoolean trimming = new AtomicBoolean();
     // Each key's mutex, kept after its lock is forgotten for as long as anything refers to it (a thread waiting in, or
     // owing a release to, what mutex(key) returned): the key's next lock takes it over, so that one thread's holds
@@ -94,7 +96,10 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
             throw new IllegalArgumentException("cacheCapacity must be >= 1: " + capacity);
         }
         this.cacheCapacity = capacity;
-        trim();
+        trimAt = capacity;
+        if (locks.size() > capacity) {
+            trim(null);
+        }
     }
 
     /**
@@ -173,32 +178,44 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
             return live; // the usual case, without compute's lock on the bin
         }
         KeyLock made = locks.compute(name, (key, lock) -> lock == null || lock.isRetired() ? new KeyLock(key) : lock);
-        if (locks.size() > cacheCapacity) {
-            trim();
+        if (locks.size() > trimAt) {
+            trim(name);
         }
         return made;
     }
 
+    /** One lock's name and when it was last used, as a trim found them: sorted on values that hold still. */
+    private record Use(String name, long lastUsedNanos) {}
+
     /**
-     * Forgets the least recently used locks that nothing uses until a tenth of the capacity is free, so that a run of
-     * new keys pays one sort per tenth. One thread trims at a time; the others go on.
+     * Forgets the least recently used locks that nothing uses, until a tenth of the capacity is free, but never the
+     * lock of {@code spared} (the key a caller is making a lock for), nor one used since the trim began. One thread
+     * trims at a time; the others go on. When locks in use keep the registry over its capacity, the next trim waits
+     * for a tenth of the capacity more, so that a new key never pays for a sort that frees nothing.
      */
-    private void trim() {
-        int capacity = cacheCapacity;
-        if (locks.size() <= capacity || !trimming.compareAndSet(false, true)) {
+    private void trim(String spared) {
+        if (!trimming.compareAndSet(false, true)) {
             return;
         }
         try {
+            int capacity = cacheCapacity;
+            long began = System.nanoTime();
+            List<Use> byUse = new ArrayList<>(locks.size());
+            locks.forEach((name, lock) -> {
+                if (!name.equals(spared)) {
+                    byUse.add(new Use(name, lock.lastUsedNanos));
+                }
+            });
+            byUse.sort(Comparator.comparingLong(Use::lastUsedNanos));
             int target = capacity - capacity / 10;
-            List<Map.Entry<String, KeyLock>> byUse = new ArrayList<>(locks.entrySet());
-            byUse.sort(Comparator.comparingLong(entry -> entry.getValue().lastUsedNanos));
-            long now = System.nanoTime();
-            for (Map.Entry<String, KeyLock> entry : byUse) {
+            for (Use use : byUse) {
                 if (locks.size() <= target) {
                     break;
                 }
-                locks.computeIfPresent(entry.getKey(), (key, lock) -> lock.retireIfUnused(now, -1) ? null : lock);
+                // Retired only if unused since before the trim began: 0 is the age it must exceed.
+                locks.computeIfPresent(use.name(), (key, lock) -> lock.retireIfUnused(began, 0) ? null : lock);
             }
+            trimAt = Math.max(capacity, locks.size() + Math.max(1, capacity / 10));
             mutexes.values().removeIf(kept -> kept.get() == null);
         } finally {
             trimming.set(false);

@@ -21,6 +21,7 @@ import java.util.concurrent.locks.Lock;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.springframework.integration.leader.Context;
 import org.springframework.integration.leader.DefaultCandidate;
 import org.springframework.integration.support.leader.LockRegistryLeaderInitiator;
@@ -265,6 +266,25 @@ class CoordLockRegistryTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("cacheCapacity must be >= 1: 0");
         zk.assertNoLeaksUnder("/locks/capacity-held");
+    }
+
+    @Test
+    @Timeout(60) // a trim that took the new lock away would have it spin
+    void aRegistryThatLocksInUseKeepOverItsCapacityStillMakesANewKeysLock() throws Exception {
+        CoordLockRegistry registry = new CoordLockRegistry(zk.newClient(), "/locks");
+        registry.setCacheCapacity(1);
+        Lock first = registry.obtain("over-capacity-a");
+        first.lock();
+        try {
+            Lock second = registry.obtain("over-capacity-b"); // the capacity is taken by a lock in use
+            assertThat(second.tryLock()).isTrue();
+            second.unlock();
+            assertThat(registry.obtain("over-capacity-a")).isSameAs(first);
+        } finally {
+            first.unlock();
+        }
+        zk.assertNoLeaksUnder("/locks/over-capacity-a");
+        zk.assertNoLeaksUnder("/locks/over-capacity-b");
     }
 
     @Test
