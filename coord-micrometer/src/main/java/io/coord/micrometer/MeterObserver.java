@@ -13,17 +13,19 @@ import java.util.function.UnaryOperator;
 
 /**
  * Keeps one registry's meters from coord's reports; every update is a lookup and an in-memory add. Acquisitions
- * under way keep the observers they started with, so a closed one still hears of their ends: it then only counts
- * them out of the pending gauge, which a later binding reads, and holds the registry no more.
+ * under way keep the observers they started with, so a closed one still hears of their starts and ends: it then
+ * only counts them in and out of the pending counts, which a later binding reads, and holds the registry no more.
  */
 final class MeterObserver implements Observer {
     private volatile MeterRegistry registry; // null once closed
+    private final String name;
     private final UnaryOperator<String> pathTag;
     private final PendingGauges pending;
 
     /** Meters in {@code registry}; {@code pending} is the registry's, shared with every binding to it. */
     MeterObserver(MeterRegistry registry, UnaryOperator<String> pathTag, PendingGauges pending) {
         this.registry = registry;
+        this.name = "MeterObserver[" + registry.getClass().getSimpleName() + "]";
         this.pathTag = pathTag;
         this.pending = pending;
     }
@@ -35,25 +37,18 @@ final class MeterObserver implements Observer {
 
     @Override
     public void acquisitionStarted(String path, String primitive) {
-        MeterRegistry registry = this.registry;
-        if (registry != null) {
-            pending.count(registry, tags(path, primitive)).incrementAndGet();
-        }
+        pendingOf(tags(path, primitive)).incrementAndGet();
     }
 
     @Override
     public void acquisitionEnded(
             String path, String primitive, String participant, long waitNanos, AcquireOutcome outcome) {
         Tags tags = tags(path, primitive);
+        pendingOf(tags).decrementAndGet();
         MeterRegistry registry = this.registry;
         if (registry == null) {
-            AtomicInteger count = pending.countIfKnown(tags); // started while bound: it leaves the count
-            if (count != null) {
-                count.decrementAndGet();
-            }
             return;
         }
-        pending.count(registry, tags).decrementAndGet();
         Tags withOutcome = tags.and("outcome", outcome.tag());
         Timer.builder("coord.acquire.wait")
                 .description("How long acquisitions waited, from the call to the outcome")
@@ -135,6 +130,15 @@ final class MeterObserver implements Observer {
                 .increment(items);
     }
 
+    /** The pending count of {@code tags}, with its gauge in the registry while this binding is open. */
+    private AtomicInteger pendingOf(Tags tags) {
+        MeterRegistry registry = this.registry;
+        if (registry != null) {
+            pending.ensureGauge(registry, tags);
+        }
+        return pending.count(tags);
+    }
+
     private Tags tags(String path, String primitive) {
         // Asked each time, not remembered per path: paths that carry ids are what pathTag is there to fold.
         return Tags.of("path", pathTag.apply(path), "primitive", primitive);
@@ -142,6 +146,6 @@ final class MeterObserver implements Observer {
 
     @Override
     public String toString() {
-        return "MeterObserver[" + registry.getClass().getSimpleName() + "]";
+        return name;
     }
 }

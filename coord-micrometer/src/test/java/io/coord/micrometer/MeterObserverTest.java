@@ -1,0 +1,28 @@
+package io.coord.micrometer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.coord.core.internal.Observer.AcquireOutcome;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.Test;
+
+/** The observer on its own, for what a live ZooKeeper cannot time: a close that falls inside an acquisition's start. */
+class MeterObserverTest {
+    @Test
+    void anAcquisitionWhoseStartAClosedBindingHeardIsCountedOutAsItWasCountedIn() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        MeterObserver observer = new MeterObserver(registry, UnaryOperator.identity(), new PendingGauges());
+        observer.acquisitionStarted("/a", "mutex"); // registers the path's gauge
+        observer.acquisitionEnded("/a", "mutex", "p", 1, AcquireOutcome.GRANTED);
+        observer.close();
+
+        // An acquisition takes its observers as it starts: a close right after tells this one of the start too.
+        observer.acquisitionStarted("/a", "mutex");
+        observer.acquisitionEnded("/a", "mutex", "p", 1, AcquireOutcome.GRANTED);
+
+        assertEquals(0.0, registry.get("coord.acquire.pending").gauge().value(), "never below zero");
+        assertEquals(1.0, registry.get("coord.acquire.outcomes").counter().count(), "nothing counted after close");
+        assertEquals("MeterObserver[SimpleMeterRegistry]", observer.toString());
+    }
+}
