@@ -214,16 +214,12 @@ class CoordMetricsTest {
             ReentrantMutex once = new ReentrantMutex(zk.newClient(), first);
             once.acquire(); // registers the folded gauge, counting the first path
             once.release();
-            ReentrantMutex holder = new ReentrantMutex(zk.newClient(), second, "holder");
-            ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), second, "waiter");
-            holder.acquire();
-            CompletableFuture<Lease> pending = waiter.acquireAsync();
-            await().until(() -> holder.participants().size() == 2);
+            Queued queued = queueBehindAHolder(second);
             Gauge gauge = folding.find("coord.acquire.pending").gauge();
             assertEquals(1.0, gauge.value(), "the waiter on the second path is under way");
-            pending.cancel(true);
+            queued.waiting().cancel(true);
             await().until(() -> gauge.value() == 0.0);
-            holder.release();
+            queued.holder().release();
         }
         zk.assertNoLeaks(first);
         zk.assertNoLeaks(second);
@@ -232,16 +228,12 @@ class CoordMetricsTest {
     @Test
     void closedMetricsLeaveAnAcquisitionUnderWayUncountedButNotPending() throws Exception {
         String path = ZooKeeperFixture.uniquePath("closed-under-way");
-        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path, "holder");
-        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path, "waiter");
-        holder.acquire();
-        CompletableFuture<Lease> pending = waiter.acquireAsync();
-        await().until(() -> holder.participants().size() == 2);
+        Queued queued = queueBehindAHolder(path);
         assertEquals(1.0, gauge("coord.acquire.pending", path));
         metrics.close();
 
-        holder.release();
-        pending.get(10, TimeUnit.SECONDS).close();
+        queued.holder().release();
+        queued.waiting().get(10, TimeUnit.SECONDS).close();
         assertEquals(1, outcomes(path, "granted"), "the waiter was granted after close, and not counted");
         assertNull(find("coord.lease.hold", path).timer(), "nor the holds that ended after it");
         assertEquals(0.0, gauge("coord.acquire.pending", path), "but no longer pending, for a later binding");
@@ -337,6 +329,18 @@ class CoordMetricsTest {
         } finally {
             folded.close();
         }
+    }
+
+    /** A holder of a path, and a waiter's acquisition queued behind it. */
+    private record Queued(ReentrantMutex holder, CompletableFuture<Lease> waiting) {}
+
+    private static Queued queueBehindAHolder(String path) throws Exception {
+        ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path, "holder");
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path, "waiter");
+        holder.acquire();
+        CompletableFuture<Lease> waiting = waiter.acquireAsync();
+        await().until(() -> holder.participants().size() == 2);
+        return new Queued(holder, waiting);
     }
 
     /**
