@@ -104,8 +104,8 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
 
     /**
      * The lock for {@code lockKey}: the same object for the same key until {@link #expireUnusedOlderThan(long)}, or
-     * the {@linkplain #setCacheCapacity(int) capacity}, drops it. An object kept across that still works: it uses the key's current lock, so that it and later {@code
-     * obtain(key)} calls share one hold per thread.
+     * the {@linkplain #setCacheCapacity(int) capacity}, drops it. An object kept across that still works: it uses the
+     * key's current lock, so that it and later {@code obtain(key)} calls share one hold per thread.
      *
      * @throws IllegalArgumentException if the key is not a valid znode name
      */

@@ -514,7 +514,7 @@ public final class ClientContext {
         return handleHasConnection() && handleState() == ZooKeeper.States.CONNECTED;
     }
 
-    /** What the handle says of its connection; null if there is no handle, or Curator holds a background error for it. */
+    /** What the handle says of its connection; null with no handle, or while Curator holds a background error. */
     private ZooKeeper.States handleState() {
         try {
             return client.getZookeeperClient().getZooKeeper().getState();
@@ -745,7 +745,7 @@ public final class ClientContext {
         return names != null && names.contains(node.name());
     }
 
-    /** Whether any node of this client under {@code parent} may be on its way out: only then is a queue worth a search. */
+    /** Whether a node of this client under {@code parent} may be on its way out: only then is a queue searched. */
     boolean anyLeaving(String parent) {
         return !withdrawnIds.isEmpty() || deleting.containsKey(parent);
     }
@@ -876,12 +876,12 @@ public final class ClientContext {
         } finally {
             stateLock.unlock();
         }
-        // If the expiry was only declared by the client, the old session may linger on the server for a whole session
-        // timeout. Deleting its nodes, retried until the next connection carries it, lets the next holder in at once.
-        lost.forEach(l -> l.nodes().forEach(this::deleteGuaranteed));
         if (state == ConnectionState.CONNECTED || state == ConnectionState.RECONNECTED) {
             resendDeletes(); // before the views read again, so that their reads come after the deletes
         }
+        // If the expiry was only declared by the client, the old session may linger on the server for a whole session
+        // timeout. Deleting its nodes, retried until the next connection carries it, lets the next holder in at once.
+        lost.forEach(l -> l.nodes().forEach(this::deleteGuaranteed));
         if (event != null) { // late news changes nothing for them: they heard of the session that followed
             sessionListeners.forEach(l -> l.sessionChanged(event));
             views.values().forEach(v -> v.sessionChanged(event));
