@@ -30,7 +30,9 @@ import org.apache.curator.framework.CuratorFramework;
  * <p>{@code maxLeases} is recorded as the data of {@code <path>} on first use; an instance whose limit disagrees is
  * refused with {@link IllegalStateException} rather than silently enforcing a different limit. An acquisition that
  * finds the path deleted makes it again with its record. An instance that outlives the deletion checks the record again
- * only when it finds the path missing: stop every instance of the old limit before deleting the path.
+ * when it finds the path missing, or a path made since its last check: an acquisition is refused there if another
+ * client made the path again with another limit. Permits held before that are not taken back: stop every instance of
+ * the old limit before deleting the path.
  *
  * <pre>{@code
  * DistributedSemaphore pool = new DistributedSemaphore(client, "/limits/exports", 3);

@@ -18,8 +18,10 @@ import org.apache.zookeeper.KeeperException.Code;
 
 /**
  * The semaphore's {@code maxLeases}, kept as the decimal data of its path, so that every client enforces one limit.
- * Checked before an instance's first acquisition, and again whenever an acquisition finds the path missing: then the
- * check makes it, with the record. Concurrent callers share one check.
+ * Checked before an instance's first acquisition, again whenever an acquisition finds the path missing (then the check
+ * makes it, with the record), and again when an acquisition learns its queue from a path made since the last check
+ * (its {@code czxid} differs: deleted and made again, perhaps by a client of another limit). Concurrent callers share
+ * one check.
  *
  * <p>The path is created PERSISTENT, not as a container like the engine's parents: the server reaps an idle
  * container, and a record that vanished with it would let the next client record a different limit while this one
@@ -40,29 +42,7 @@ final class LimitRecord implements PathRecord {
     }
 
     boolean isVerified() {
-        CompletableFuture<Void> done = current().done;
-        return done.isDone() && !done.isCompletedExceptionally();
-    }
-
-    /**
-     * Completes when the record matches ours, writing it first if there is none, however long the connection is
-     * lost meanwhile. A check in flight is shared; a failed one is tried again by the next caller.
-     */
-    CompletableFuture<Void> verify() {
-        return join(false).done;
-    }
-
-    /**
-     * Like {@link #verify()}, but completes with false as soon as the connection drops while the check is under way
-     * (not only once Curator's retries of it run out): the check goes on in the background, and the next caller joins
-     * it.
-     */
-    CompletableFuture<Boolean> verifyOnce() {
-        Check c = join(false);
-        if (ClientContext.of(client).isConnected()) {
-            c.resumed(); // connected again, though the news of it may not have reached the check yet
-        }
-        return c.firstAnswer();
+        return checkedOn() != 0;
     }
 
     /**
@@ -89,10 +69,33 @@ final class LimitRecord implements PathRecord {
 
     @Override
     public CompletableFuture<Boolean> check(boolean oneLook) {
-        if (isVerified()) {
-            return null;
+        return isVerified() ? null : answer(join(false), oneLook);
+    }
+
+    @Override
+    public CompletableFuture<Boolean> checkAgain(boolean oneLook) {
+        return answer(join(true), oneLook);
+    }
+
+    @Override
+    public long checkedOn() {
+        CompletableFuture<Long> done = current().done;
+        return done.isDone() && !done.isCompletedExceptionally() ? done.join() : 0;
+    }
+
+    /**
+     * True once the record matches, however long the connection is lost meanwhile; with {@code oneLook}, false as
+     * soon as the connection drops while the check is under way (not only once Curator's retries of it run out): the
+     * check goes on in the background, and the next caller joins it.
+     */
+    private CompletableFuture<Boolean> answer(Check c, boolean oneLook) {
+        if (!oneLook) {
+            return c.done.thenApply(czxid -> true);
         }
-        return oneLook ? verifyOnce() : verify().thenApply(verified -> true);
+        if (ClientContext.of(client).isConnected()) {
+            c.resumed(); // connected again, though the news of it may not have reached the check yet
+        }
+        return c.firstAnswer();
     }
 
     /**
@@ -138,7 +141,8 @@ final class LimitRecord implements PathRecord {
     private static final class Check {
         static final Check NONE = new Check();
 
-        final CompletableFuture<Void> done = new CompletableFuture<>();
+        // The czxid of the path found to record our limit.
+        final CompletableFuture<Long> done = new CompletableFuture<>();
         // Completed with false when the check meets a lost connection; replaced when it goes on, once connected.
         private volatile CompletableFuture<Boolean> lost = new CompletableFuture<>();
 
@@ -218,7 +222,7 @@ final class LimitRecord implements PathRecord {
                             .inBackground((cf, e) -> {
                                 Code rc = Code.get(e.getResultCode());
                                 if (rc == Code.OK) {
-                                    c.done.complete(null);
+                                    c.done.complete(e.getStat().getCzxid());
                                 } else if (rc == Code.BADVERSION) {
                                     read(c);
                                 } else {
@@ -233,7 +237,7 @@ final class LimitRecord implements PathRecord {
             c.done.completeExceptionally(refused);
             return;
         }
-        c.done.complete(null);
+        c.done.complete(event.getStat().getCzxid());
     }
 
     /** Why a record refuses this instance: null if it records this limit. */
@@ -264,7 +268,7 @@ final class LimitRecord implements PathRecord {
                         .inBackground((cf, event) -> {
                             Code rc = Code.get(event.getResultCode());
                             if (rc == Code.OK) {
-                                c.done.complete(null);
+                                c.done.complete(event.getStat().getCzxid());
                             } else if (rc == Code.NODEEXISTS) {
                                 read(c);
                             } else {
@@ -310,7 +314,7 @@ final class LimitRecord implements PathRecord {
         void run() throws Exception;
     }
 
-    private static void run(CompletableFuture<Void> done, Call call) {
+    private static void run(CompletableFuture<Long> done, Call call) {
         try {
             call.run();
         } catch (Exception e) {

@@ -11,6 +11,8 @@ import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.Test;
@@ -69,6 +71,32 @@ class DeletedPathTest {
                 refused.getMessage());
 
         held.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void anInstanceWhosePathAnotherLimitMadeAgainIsRefusedRatherThanEnforcingItsOwnBesideIt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("remade-elsewhere");
+        CuratorFramework admin = zk.newClient();
+        DistributedSemaphore old = new DistributedSemaphore(zk.newClient(), path, 2);
+        old.acquire().close(); // checked: the path records 2
+        deleteWhenIdle(admin, path);
+
+        // Made again by a client of another limit before the old instance finds the path missing.
+        Lease held = new DistributedSemaphore(zk.newClient(), path, 1).acquire();
+        String refusal = "semaphore " + path + " records maxLeases 1, but this instance was built with maxLeases 2";
+        // By its own limit the old instance would take a second permit beside the one held, where the path allows one.
+        IllegalStateException refused =
+                assertThrows(IllegalStateException.class, () -> old.tryAcquire(1, Duration.ofSeconds(10)));
+        assertEquals(refusal, refused.getMessage());
+        assertEquals(1, admin.getChildren().forPath(path).size(), "the refused attempt's node is withdrawn");
+        ExecutionException again =
+                assertThrows(ExecutionException.class, () -> old.acquireAsync(1).get(10, TimeUnit.SECONDS));
+        assertEquals(refusal, again.getCause().getMessage());
+        assertRecorded(admin, path, "1");
+
+        held.close();
+        deleteWhenIdle(admin, path);
         zk.assertNoLeaks(path);
     }
 

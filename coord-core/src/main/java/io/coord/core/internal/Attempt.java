@@ -395,8 +395,16 @@ final class Attempt {
 
     // ---- deciding ----
 
-    /** What the queue says, however it was learnt. */
-    void decided(Decision decision, boolean woken, List<Runnable> todo) {
+    /**
+     * What the queue says, however it was learnt, from the path that {@code parentCzxid} made (0: not known). Taken
+     * only if the path's record, if it keeps one, was checked on that same path: an operator may delete a semaphore's
+     * path while this instance runs, and another client make it again with another limit, which this instance must
+     * not then enforce silently beside it.
+     */
+    void decided(Decision decision, long parentCzxid, boolean woken, List<Runnable> todo) {
+        if (!recordChecked(parentCzxid, todo)) {
+            return;
+        }
         decidedOnce = true;
         if (decision.granted()) {
             grant(todo);
@@ -408,6 +416,43 @@ final class Attempt {
         }
         phase = Phase.WAITING;
         waiting.await(decision, woken, todo);
+    }
+
+    /**
+     * Whether the path's record, if it keeps one, was checked on the path the queue was learnt from. If not, settles
+     * which is stale, and decides again once it is fresh: the record is checked again when the queue's path is newer
+     * (its refusal fails the attempt); the queue is learnt again when the record's check is newer, or the queue's
+     * path is not known.
+     */
+    private boolean recordChecked(long parentCzxid, List<Runnable> todo) {
+        PathRecord record = engine.record();
+        if (record == null) {
+            return true;
+        }
+        long checkedOn = record.checkedOn();
+        if (parentCzxid != 0 && parentCzxid == checkedOn) {
+            return true;
+        }
+        Waiting from = waiting;
+        if (parentCzxid == 0 || parentCzxid < checkedOn) {
+            from.refresh(todo);
+            return false;
+        }
+        boolean oneLook = looksOnce();
+        todo.add(() -> record.checkAgain(oneLook)
+                .whenComplete((mayEnter, error) -> act(t -> {
+                    if (!isCurrent(from)) {
+                        return;
+                    }
+                    if (error != null) {
+                        failOn(error, t);
+                    } else if (mayEnter) {
+                        from.evaluate(t, false);
+                    } else {
+                        finish(null, t); // a one-look whose check lost its connection
+                    }
+                })));
+        return false;
     }
 
     private void grant(List<Runnable> todo) {

@@ -15,6 +15,18 @@ public interface PathRecord {
      */
     CompletableFuture<Boolean> check(boolean oneLook);
 
+    /**
+     * The {@code czxid} of the path on which the record was last found to match, which tells that path from one of the
+     * same name made again after a deletion; 0 if no check has passed.
+     */
+    long checkedOn();
+
+    /**
+     * Checks again, whatever an earlier check found, as {@link #check} does: the path was made again since (a
+     * different {@code czxid}).
+     */
+    CompletableFuture<Boolean> checkAgain(boolean oneLook);
+
     /** Makes the missing path with the record; an in-doubt failure counts as a lost connection. */
     CompletableFuture<Void> makePath();
 }

@@ -95,7 +95,8 @@ final class PathView {
     }
 
     /** What the view says about a contender's node. */
-    record Verdict(Kind kind, Decision decision, List<SequenceNode> strays) {
+    /** {@code parentCzxid}: which path of this name the decision was taken on (see {@link ViewNodes#parentCzxid}). */
+    record Verdict(Kind kind, Decision decision, List<SequenceNode> strays, long parentCzxid) {
         enum Kind {
             /** Not live, or not on the node's session: wait for the next read. */
             NOT_READY,
@@ -104,8 +105,8 @@ final class PathView {
             DECIDED
         }
 
-        static final Verdict NOT_READY = new Verdict(Kind.NOT_READY, null, List.of());
-        static final Verdict MISSING = new Verdict(Kind.MISSING, null, List.of());
+        static final Verdict NOT_READY = new Verdict(Kind.NOT_READY, null, List.of(), 0);
+        static final Verdict MISSING = new Verdict(Kind.MISSING, null, List.of(), 0);
     }
 
     private enum WatchState {
@@ -319,7 +320,22 @@ final class PathView {
                 queue = kept;
             }
             Decision decision = predicate.evaluate(queue, queue.size() - 1);
-            return new Verdict(Verdict.Kind.DECIDED, decision, List.copyOf(strays));
+            return new Verdict(Verdict.Kind.DECIDED, decision, List.copyOf(strays), nodes.parentCzxid());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Reads the path again, deciding nothing until the read answers: a member must know which path of this name the
+     * view shows, and the view cannot say (the path was made again since the last read).
+     */
+    void refresh(List<Runnable> todo) {
+        lock.lock();
+        try {
+            if (live && unusable == null) {
+                resync(todo); // else a read on its way, or the view's end, tells the members
+            }
         } finally {
             lock.unlock();
         }
@@ -640,7 +656,7 @@ final class PathView {
                         becomeUnusable(Unusable.UNSUPPORTED, todo); // no count without the parent's Stat
                         return;
                     }
-                    nodes.reset(event.getChildren(), stat.getCversion(), stat.getNumChildren());
+                    nodes.reset(event.getChildren(), stat.getCzxid(), stat.getCversion(), stat.getNumChildren());
                     becomeLive(todo);
                 }
                 case NONODE -> {

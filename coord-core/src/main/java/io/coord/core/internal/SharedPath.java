@@ -18,6 +18,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
+import org.apache.zookeeper.data.Stat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,17 +40,17 @@ final class SharedPath {
     private static final Logger log = LoggerFactory.getLogger(SharedPath.class);
     private static final long SWEEP_RETRY_MILLIS = 1_000;
 
-    private static final SequenceNode[] EMPTY = new SequenceNode[0];
+    private static final Listing MISSING = new Listing(new SequenceNode[0], 0);
 
     private final ClientContext context;
     private final String path;
     // Sequence -> name of nodes known to be gone. Protected names carry a uuid, so one that matches is that node.
     private final ConcurrentSkipListMap<Long, String> deleted = new ConcurrentSkipListMap<>(SequenceOrder.COUNTED);
     private final ReentrantLock lock = new ReentrantLock();
-    private final SingleFlight<SequenceNode[]> reads = new SingleFlight<>(this::send);
+    private final SingleFlight<Listing> reads = new SingleFlight<>(this::send);
     // Guarded by lock.
     private final TreeMap<Long, Integer> pins = new TreeMap<>(SequenceOrder.COUNTED);
-    private final Map<CompletableFuture<SequenceNode[]>, Set<String>> sweeps = new HashMap<>();
+    private final Map<CompletableFuture<Listing>, Set<String>> sweeps = new HashMap<>();
     // Guarded by lock. Node name -> the contenders waiting on its one watch.
     private final Map<String, NodeWatch> watches = new HashMap<>();
     // Guarded by ClientContext.paths' compute.
@@ -86,8 +87,14 @@ final class SharedPath {
         return path;
     }
 
-    /** The queue's sequence nodes, sorted, from a read sent after this call. Completes on the event thread. */
-    CompletableFuture<SequenceNode[]> read() {
+    /**
+     * What a read lists: the queue's sequence nodes, sorted, and the zxid that created the path ({@code czxid}), which
+     * tells this path from one of the same name made again after a deletion; 0 when the path is missing.
+     */
+    record Listing(SequenceNode[] nodes, long parentCzxid) {}
+
+    /** The queue, from a read sent after this call. Completes on the event thread. */
+    CompletableFuture<Listing> read() {
         return reads.next();
     }
 
@@ -113,7 +120,7 @@ final class SharedPath {
         if (prefixes.isEmpty() || context.isClosed()) {
             return; // a closed client's session takes its ephemeral nodes with it
         }
-        CompletableFuture<SequenceNode[]> read = read();
+        CompletableFuture<Listing> read = read();
         boolean first;
         lock.lock();
         try {
@@ -128,11 +135,11 @@ final class SharedPath {
             lock.unlock();
         }
         if (first) {
-            read.whenComplete((nodes, error) -> swept(read, nodes, error));
+            read.whenComplete((listing, error) -> swept(read, listing, error));
         }
     }
 
-    private void swept(CompletableFuture<SequenceNode[]> read, SequenceNode[] nodes, Throwable error) {
+    private void swept(CompletableFuture<Listing> read, Listing listing, Throwable error) {
         Set<String> batch;
         lock.lock();
         try {
@@ -157,7 +164,7 @@ final class SharedPath {
             }
             return;
         }
-        for (SequenceNode node : nodes) {
+        for (SequenceNode node : listing.nodes()) {
             node.protectionId()
                     .filter(id -> batch.contains(OwnNodes.prefixOf(id)))
                     .ifPresent(id -> context.deleteGuaranteed(ZKPaths.makePath(path, node.name())));
@@ -274,16 +281,17 @@ final class SharedPath {
         (floor == null ? deleted : deleted.headMap(floor)).clear();
     }
 
-    private CompletableFuture<SequenceNode[]> send() {
-        CompletableFuture<SequenceNode[]> answer = new CompletableFuture<>();
+    private CompletableFuture<Listing> send() {
+        CompletableFuture<Listing> answer = new CompletableFuture<>();
         try {
             context.client()
                     .getChildren()
                     .inBackground((c, event) -> {
                         KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
                         switch (rc) {
-                            case OK -> answer.complete(sorted(event.getChildren()));
-                            case NONODE -> answer.complete(EMPTY);
+                            case OK ->
+                                answer.complete(new Listing(sorted(event.getChildren()), czxid(event.getStat())));
+                            case NONODE -> answer.complete(MISSING);
                             default -> answer.completeExceptionally(KeeperException.create(rc, path));
                         }
                     })
@@ -292,6 +300,11 @@ final class SharedPath {
             answer.completeExceptionally(e);
         }
         return answer;
+    }
+
+    /** The path's czxid, or 0 if the reply carries no Stat (which Curator's background reads always do). */
+    static long czxid(Stat stat) {
+        return stat == null ? 0 : stat.getCzxid();
     }
 
     private static SequenceNode[] sorted(List<String> children) {

@@ -23,8 +23,9 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
     private final QueueSnapshot snapshot;
     // Guarded by the attempt's lock.
     private boolean reading; // a read of this generation has not answered
-    private SequenceNode[] earlyRead; // a read that answered before our create did
+    private SharedPath.Listing earlyRead; // a read that answered before our create did
     private int lastQueueSize;
+    private long parentCzxid; // which path of this name the snapshot was read from
     private boolean stopped;
     // Nodes whose shared watch we wait on. One we no longer need is unsubscribed locally, never removed on the
     // server: ZooKeeper answers the removal of one watcher with a check only, keeping its side of the watch until the
@@ -48,7 +49,7 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
     @Override
     public void created(List<Runnable> todo) {
         if (earlyRead != null) {
-            SequenceNode[] read = earlyRead;
+            SharedPath.Listing read = earlyRead;
             earlyRead = null;
             snapshot(read, false, todo);
         } else if (!reading) {
@@ -70,7 +71,7 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
 
     private void read(boolean authoritative) {
         shared.read()
-                .whenComplete((nodes, error) -> attempt.act(todo -> {
+                .whenComplete((listing, error) -> attempt.act(todo -> {
                     if (!attempt.isCurrent(this)) {
                         return;
                     }
@@ -78,9 +79,9 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
                     if (error != null) {
                         readFailed(ResultCodes.unwrap(error), todo);
                     } else if (!attempt.own.exist()) {
-                        earlyRead = nodes; // the create's reply is still on its way
+                        earlyRead = listing; // the create's reply is still on its way
                     } else {
-                        snapshot(nodes, authoritative, todo);
+                        snapshot(listing, authoritative, todo);
                     }
                 }));
     }
@@ -96,7 +97,8 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
         }
     }
 
-    private void snapshot(SequenceNode[] nodes, boolean authoritative, List<Runnable> todo) {
+    private void snapshot(SharedPath.Listing listing, boolean authoritative, List<Runnable> todo) {
+        SequenceNode[] nodes = listing.nodes();
         OwnNodes own = attempt.own;
         int index = Arrays.binarySearch(nodes, own.last());
         if (index < 0) {
@@ -111,6 +113,7 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
             view.countedOthers(nodes.length - own.names().size(), todo);
         }
         snapshot.take(nodes, index);
+        parentCzxid = listing.parentCzxid();
         // Copies of our create that Curator replayed after a lost reply sit before us, under our own id.
         for (SequenceNode node : snapshot.before()) {
             if (own.isStray(node) && snapshot.prune(node)) {
@@ -130,7 +133,12 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
         }
         List<SequenceNode> queue = snapshot.livePrefix(attempt.own.last());
         lastQueueSize = queue.size();
-        attempt.decided(attempt.request.predicate().evaluate(queue, queue.size() - 1), woken, todo);
+        attempt.decided(attempt.request.predicate().evaluate(queue, queue.size() - 1), parentCzxid, woken, todo);
+    }
+
+    @Override
+    public void refresh(List<Runnable> todo) {
+        readAuthoritatively(todo);
     }
 
     @Override

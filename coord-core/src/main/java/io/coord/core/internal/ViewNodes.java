@@ -47,12 +47,19 @@ final class ViewNodes {
     // their deletion will reach it.
     private final Set<String> unconfirmed = new HashSet<>();
     private boolean parentExists;
+    // The zxid that created the parent, as a read reported it: which of the paths of this name that were ever made
+    // the view shows. 0 while unknown: the parent is missing, or was created since the read.
+    private long parentCzxid;
     private long nextSequence; // the count of creates, unsigned; meaningless while the parent is missing
 
-    /** Replaces everything with a read of the parent, whose Stat reported {@code cversion} and {@code numChildren}. */
-    void reset(List<String> children, int cversion, int numChildren) {
+    /**
+     * Replaces everything with a read of the parent, whose Stat reported {@code czxid}, {@code cversion} and {@code
+     * numChildren}.
+     */
+    void reset(List<String> children, long czxid, int cversion, int numChildren) {
         clear();
         parentExists = true;
+        parentCzxid = czxid;
         nextSequence = (cversion + numChildren) >>> 1; // 2 * creates in 32 bits, halved without its sign
         for (String child : children) {
             SequenceNode.parse(child).ifPresent(node -> {
@@ -125,6 +132,11 @@ final class ViewNodes {
         return gone;
     }
 
+    /** The zxid that created the parent, if a read told it and no event since said the parent went; else 0. */
+    long parentCzxid() {
+        return parentCzxid;
+    }
+
     boolean contains(SequenceNode node) {
         return node.equals(byName.get(node.name()));
     }
@@ -192,6 +204,7 @@ final class ViewNodes {
     }
 
     private void clear() {
+        parentCzxid = 0;
         sorted.clear();
         byName.clear();
         byId.clear();

@@ -81,9 +81,14 @@ final class ViewWaiting implements Waiting, PathView.Member, PathView.NodeListen
                     String path = attempt.full(stray.name());
                     todo.add(() -> attempt.context.deleteGuaranteed(path));
                 }
-                attempt.decided(verdict.decision(), woken, todo);
+                attempt.decided(verdict.decision(), verdict.parentCzxid(), woken, todo);
             }
         }
+    }
+
+    @Override
+    public void refresh(List<Runnable> todo) {
+        view.refresh(todo); // the read makes the view live again, and the view's members decide anew
     }
 
     @Override

@@ -19,6 +19,12 @@ interface Waiting {
     /** Decides if the queue is known: the attempt is then granted, refused (one look) or told to wait. */
     void evaluate(List<Runnable> todo, boolean woken);
 
+    /**
+     * The queue was learnt from a path of this name other than the one the path's record was checked on: learn it
+     * again, deciding nothing meanwhile (see {@link Attempt#decided}).
+     */
+    void refresh(List<Runnable> todo);
+
     /** Not granted: wait for what {@code decision} names. {@code woken}: a node we waited on was just deleted. */
     void await(Decision decision, boolean woken, List<Runnable> todo);
 

@@ -34,6 +34,16 @@ class PathRecordTest {
         }
 
         @Override
+        public CompletableFuture<Boolean> checkAgain(boolean oneLook) {
+            return answer;
+        }
+
+        @Override
+        public long checkedOn() {
+            return 0; // never passed: this test's check fails
+        }
+
+        @Override
         public CompletableFuture<Void> makePath() {
             return CompletableFuture.completedFuture(null);
         }

@@ -16,12 +16,13 @@ class ViewNodesTest {
 
     private static final String A = "11111111-1111-1111-1111-111111111111";
     private static final String B = "22222222-2222-2222-2222-222222222222";
+    private static final long CZXID = 0x1_0000_0005L;
 
     @Test
     void theCountAfterAReadIsCreatesNotTheReportedCversion() {
         ViewNodes nodes = new ViewNodes();
         // 10 children created, 8 of them deleted: the Stat reports 2 * 10 - 2 = 18 changes and 2 children.
-        nodes.reset(List.of(name(A, 8), name(B, 9)), 18, 2);
+        nodes.reset(List.of(name(A, 8), name(B, 9)), CZXID, 18, 2);
 
         assertEquals(ViewNodes.Created.ADDED, nodes.created(name(A, 10)));
         assertEquals(3, nodes.size());
@@ -31,7 +32,7 @@ class ViewNodesTest {
     void theCountSurvivesTheReportedCversionOverflowingAndNumbersPastTheCountersEnd() {
         ViewNodes nodes = new ViewNodes();
         // 2^31 - 1 creates, 2 children left: the server reports 2 * creates - 2 in 32 bits, which wrapped to -4.
-        nodes.reset(List.of(name(A, Integer.MAX_VALUE - 2), name(B, Integer.MAX_VALUE - 1)), -4, 2);
+        nodes.reset(List.of(name(A, Integer.MAX_VALUE - 2), name(B, Integer.MAX_VALUE - 1)), CZXID, -4, 2);
 
         assertEquals(ViewNodes.Created.ADDED, nodes.created(name(A, Integer.MAX_VALUE)));
         assertEquals(ViewNodes.Created.ADDED, nodes.created(name(B, Integer.MIN_VALUE)), "in flight at the end");
@@ -56,7 +57,7 @@ class ViewNodesTest {
         ViewNodes nodes = new ViewNodes();
         String early = "00000000-0000-0000-0000-000000000000";
         // The count at its end, with one child: 2 * 2147483647 - 1 reported in 32 bits.
-        nodes.reset(List.of(name(B, Integer.MAX_VALUE)), -3, 1);
+        nodes.reset(List.of(name(B, Integer.MAX_VALUE)), CZXID, -3, 1);
 
         assertEquals(ViewNodes.Created.ADDED, nodes.created(name(early, Integer.MAX_VALUE)), "numbered the same");
         assertEquals(
@@ -70,7 +71,7 @@ class ViewNodesTest {
     @Test
     void aCreateNumberedPastTheCountMeansOneWasMissed() {
         ViewNodes nodes = new ViewNodes();
-        nodes.reset(List.of(), 0, 0);
+        nodes.reset(List.of(), CZXID, 0, 0);
         assertEquals(ViewNodes.Created.ADDED, nodes.created(name(A, 0)));
 
         // 1 went unseen (a node this client may not read, say)
@@ -80,7 +81,7 @@ class ViewNodesTest {
     @Test
     void aRepeatedCreateChangesNothingButAnUnknownOldOneAsksForARead() {
         ViewNodes nodes = new ViewNodes();
-        nodes.reset(List.of(), 0, 0);
+        nodes.reset(List.of(), CZXID, 0, 0);
         nodes.created(name(A, 0));
         nodes.created(name(B, 1));
 
@@ -93,19 +94,22 @@ class ViewNodesTest {
     @Test
     void theParentsDeletionClearsTheViewAndItsRecreationRestartsTheCount() {
         ViewNodes nodes = new ViewNodes();
-        nodes.reset(List.of(name(A, 41)), 83, 1);
+        nodes.reset(List.of(name(A, 41)), CZXID, 83, 1);
+        assertEquals(CZXID, nodes.parentCzxid(), "the read tells which path of this name the view shows");
 
         assertEquals(1, nodes.parentDeleted().size());
+        assertEquals(0, nodes.parentCzxid());
         assertEquals(0, nodes.size());
         assertEquals(ViewNodes.Created.UNCOUNTED, nodes.created(name(B, 0)), "no parent, no count");
         assertTrue(nodes.parentCreated());
+        assertEquals(0, nodes.parentCzxid(), "made again, by a create whose zxid no event tells");
         assertFalse(nodes.parentCreated(), "created twice without a delete: the view lost track");
     }
 
     @Test
     void nodesListedByAReadAreUnconfirmedUntilSeenOrChecked() {
         ViewNodes nodes = new ViewNodes();
-        nodes.reset(List.of(name(A, 3)), 7, 1);
+        nodes.reset(List.of(name(A, 3)), CZXID, 7, 1);
         nodes.created(name(B, 4));
 
         assertFalse(nodes.isConfirmed(name(A, 3)));
@@ -117,7 +121,7 @@ class ViewNodesTest {
     @Test
     void ordersBySequenceAndFindsStraysById() {
         ViewNodes nodes = new ViewNodes();
-        nodes.reset(List.of(name(B, 6), name(A, 5)), 13, 2);
+        nodes.reset(List.of(name(B, 6), name(A, 5)), CZXID, 13, 2);
         nodes.created(name(A, 7));
 
         SequenceNode ours = SequenceNode.parse(name(A, 7)).orElseThrow();
