@@ -40,7 +40,9 @@ public interface Lease extends AutoCloseable {
 
     /**
      * A transaction operation that succeeds only while the lease's znode still exists, so that a write can be made
-     * conditional on still holding: {@code client.transaction().forOperations(lease.fencedCheck(), write)}.
+     * conditional on still holding: {@code client.transaction().forOperations(lease.fencedCheck(), write)}. A lease of
+     * several znodes (a multi-permit semaphore lease) is checked on its first, {@link #path()}, which every release,
+     * revocation and session end of the lease deletes first or with the rest.
      */
     CuratorOp fencedCheck();
 
