@@ -79,17 +79,23 @@ class DeletedPathTest {
         String path = ZooKeeperFixture.uniquePath("remade-elsewhere");
         CuratorFramework admin = zk.newClient();
         DistributedSemaphore old = new DistributedSemaphore(zk.newClient(), path, 2);
+        DistributedSemaphore oldLooker = new DistributedSemaphore(zk.newClient(), path, 2);
         old.acquire().close(); // checked: the path records 2
+        oldLooker.acquire().close();
         deleteWhenIdle(admin, path);
 
-        // Made again by a client of another limit before the old instance finds the path missing.
+        // Made again by a client of another limit before the old instances find the path missing.
         Lease held = new DistributedSemaphore(zk.newClient(), path, 1).acquire();
         String refusal = "semaphore " + path + " records maxLeases 1, but this instance was built with maxLeases 2";
-        // By its own limit the old instance would take a second permit beside the one held, where the path allows one.
+        // By their own limit the old instances would take a second permit beside the one held, where the path allows
+        // one.
         IllegalStateException refused =
                 assertThrows(IllegalStateException.class, () -> old.tryAcquire(1, Duration.ofSeconds(10)));
         assertEquals(refusal, refused.getMessage());
-        assertEquals(1, admin.getChildren().forPath(path).size(), "the refused attempt's node is withdrawn");
+        IllegalStateException refusedAtOneLook =
+                assertThrows(IllegalStateException.class, () -> oldLooker.tryAcquire(1, Duration.ZERO));
+        assertEquals(refusal, refusedAtOneLook.getMessage());
+        assertEquals(1, admin.getChildren().forPath(path).size(), "the refused attempts' nodes are withdrawn");
         ExecutionException again =
                 assertThrows(ExecutionException.class, () -> old.acquireAsync(1).get(10, TimeUnit.SECONDS));
         assertEquals(refusal, again.getCause().getMessage());

@@ -67,6 +67,7 @@ final class Attempt {
     private LeaseImpl granted; // the grant, which the caller may have given up on before it could be delivered
     final OwnNodes own = new OwnNodes();
     private Waiting waiting;
+    private Waiting rechecking; // decides nothing until the record is checked again on the path the queue came from
 
     Attempt(LeaseEngine engine, ClientContext context, Request request) {
         this.engine = engine;
@@ -107,16 +108,28 @@ final class Attempt {
             });
             return;
         }
-        // The check may outlast the attempt (a caller that gives up through an outage): what it holds on to until it
-        // answers is this reference, cleared when the attempt ends, and not the attempt.
+        whenChecked(checked, Attempt::checked);
+    }
+
+    /**
+     * Has {@code then} run on this attempt once the record's check answers, unless the attempt ended first. The check
+     * may outlast the attempt (a caller that gives up through an outage): what it holds on to until it answers is a
+     * reference, cleared when the attempt ends, and not the attempt.
+     */
+    private void whenChecked(CompletableFuture<Boolean> checked, RecordAnswer then) {
         AtomicReference<Attempt> self = new AtomicReference<>(this);
         result.whenComplete((lease, error) -> self.set(null));
         checked.whenComplete((mayEnter, error) -> {
             Attempt attempt = self.get();
             if (attempt != null) {
-                attempt.checked(mayEnter, error);
+                then.answered(attempt, mayEnter, error);
             }
         });
+    }
+
+    /** What an attempt does with its record's answer: a method of its own, so that the answer keeps no attempt alive. */
+    private interface RecordAnswer {
+        void answered(Attempt attempt, Boolean mayEnter, Throwable error);
     }
 
     /** The path's record answered: enter, refuse a one-look whose check lost its connection, or fail. */
@@ -433,26 +446,40 @@ final class Attempt {
         if (parentCzxid != 0 && parentCzxid == checkedOn) {
             return true;
         }
-        Waiting from = waiting;
         if (parentCzxid == 0 || parentCzxid < checkedOn) {
-            from.refresh(todo);
+            waiting.refresh(todo);
             return false;
         }
+        rechecking = waiting;
         boolean oneLook = looksOnce();
-        todo.add(() -> record.checkAgain(oneLook)
-                .whenComplete((mayEnter, error) -> act(t -> {
-                    if (!isCurrent(from)) {
-                        return;
-                    }
-                    if (error != null) {
-                        failOn(error, t);
-                    } else if (mayEnter) {
-                        from.evaluate(t, false);
-                    } else {
-                        finish(null, t); // a one-look whose check lost its connection
-                    }
-                })));
+        todo.add(() -> {
+            CompletableFuture<Boolean> checked;
+            try {
+                checked = record.checkAgain(oneLook);
+            } catch (RuntimeException e) {
+                checked = CompletableFuture.failedFuture(e);
+            }
+            whenChecked(checked, Attempt::rechecked);
+        });
         return false;
+    }
+
+    /** The record's check that a decision waited for answered: decide again, refuse a one-look, or fail. */
+    private void rechecked(Boolean mayEnter, Throwable error) {
+        act(todo -> {
+            Waiting from = rechecking;
+            rechecking = null;
+            if (from == null || !isCurrent(from)) {
+                return; // another decision's check took it up, or the attempt moved on
+            }
+            if (error != null) {
+                failOn(error, todo);
+            } else if (mayEnter) {
+                from.evaluate(todo, false);
+            } else {
+                finish(null, todo); // a one-look whose check lost its connection
+            }
+        });
     }
 
     private void grant(List<Runnable> todo) {

@@ -16,8 +16,8 @@ public interface PathRecord {
     CompletableFuture<Boolean> check(boolean oneLook);
 
     /**
-     * The {@code czxid} of the path on which the record was last found to match, which tells that path from one of the
-     * same name made again after a deletion; 0 if no check has passed.
+     * The {@code czxid} of the path on which the record was found to match, which tells that path from one of the same
+     * name made again after a deletion; 0 unless the latest check passed (none yet, one under way, or a refusal).
      */
     long checkedOn();
 

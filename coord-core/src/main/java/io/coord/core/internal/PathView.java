@@ -94,8 +94,10 @@ final class PathView {
         void viewChanged();
     }
 
-    /** What the view says about a contender's node. */
-    /** {@code parentCzxid}: which path of this name the decision was taken on (see {@link ViewNodes#parentCzxid}). */
+    /**
+     * What the view says about a contender's node; {@code parentCzxid} tells which path of this name the decision was
+     * taken on (see {@link ViewNodes#parentCzxid}).
+     */
     record Verdict(Kind kind, Decision decision, List<SequenceNode> strays, long parentCzxid) {
         enum Kind {
             /** Not live, or not on the node's session: wait for the next read. */

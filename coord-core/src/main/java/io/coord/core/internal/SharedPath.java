@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
@@ -289,8 +290,7 @@ final class SharedPath {
                     .inBackground((c, event) -> {
                         KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
                         switch (rc) {
-                            case OK ->
-                                answer.complete(new Listing(sorted(event.getChildren()), czxid(event.getStat())));
+                            case OK -> answered(answer, event);
                             case NONODE -> answer.complete(MISSING);
                             default -> answer.completeExceptionally(KeeperException.create(rc, path));
                         }
@@ -302,9 +302,14 @@ final class SharedPath {
         return answer;
     }
 
-    /** The path's czxid, or 0 if the reply carries no Stat (which Curator's background reads always do). */
-    static long czxid(Stat stat) {
-        return stat == null ? 0 : stat.getCzxid();
+    private void answered(CompletableFuture<Listing> answer, CuratorEvent event) {
+        Stat stat = event.getStat();
+        if (stat == null) {
+            // Curator's background reads always carry it: without it, no read could ever tell which path it listed.
+            answer.completeExceptionally(new IllegalStateException("a read of " + path + " answered without its Stat"));
+        } else {
+            answer.complete(new Listing(sorted(event.getChildren()), stat.getCzxid()));
+        }
     }
 
     private static SequenceNode[] sorted(List<String> children) {

@@ -20,8 +20,8 @@ interface Waiting {
     void evaluate(List<Runnable> todo, boolean woken);
 
     /**
-     * The queue was learnt from a path of this name other than the one the path's record was checked on: learn it
-     * again, deciding nothing meanwhile (see {@link Attempt#decided}).
+     * The queue was learnt from an older path of this name than the one the path's record was checked on, or from one
+     * the view cannot name: learn it again, deciding nothing meanwhile (see {@link Attempt#decided}).
      */
     void refresh(List<Runnable> todo);
 
