@@ -87,11 +87,11 @@ public final class Bench {
             notes.addAll(ctx.notes());
             ensemble.removeRunData(ctx.root(), progress);
         }
-        notes.add(
-                "coord's views linger " + System.getProperty(VIEW_LINGER_PROPERTY) + " after their last use ("
-                        + VIEW_LINGER_PROPERTY
-                        + "; the default is 2 s), longer than the other side's turns between two of"
-                        + " coord's windows: a client idle past its linger pays 2 requests, a watch and a read, on its next use");
+        notes.add("coord's views linger " + System.getProperty(VIEW_LINGER_PROPERTY) + " after their last use ("
+                + VIEW_LINGER_PROPERTY
+                + "; the default is 2 s), longer than the other side's turns between two of"
+                + " coord's windows: a client idle past its linger goes without a view on its next use (3"
+                + " requests uncontended) and primes a new one on the use after");
         notes.add(
                 "coord's release returns once its delete is sent; ZooKeeper runs a session's requests in order, so the"
                         + " session's next request still sees it");
