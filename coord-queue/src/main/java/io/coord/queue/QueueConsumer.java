@@ -242,7 +242,7 @@ final class QueueConsumer<T> {
             byte[] stored = data(results.get(0), queue.layout.item(name));
             if (stored == null) {
                 names.gone(name);
-            } else if (data(results.get(1), queue.layout.claim(name)) != null) {
+            } else if (claimed(results.get(1), queue.layout.claim(name))) {
                 watchClaim(name);
             } else {
                 return decode(name, stored);
@@ -610,6 +610,15 @@ final class QueueConsumer<T> {
                     "serializer " + serializer + " returned null for the item " + queue.layout.item(name));
         }
         return item;
+    }
+
+    /**
+     * Whether a read of an item's claim found it: a claim that this client may not read (its claimer's ACL) exists as
+     * well, since a missing znode answers NONODE whatever the ACL.
+     */
+    private static boolean claimed(OpResult result, String path) {
+        return result instanceof OpResult.ErrorResult error && Code.get(error.getErr()) == Code.NOAUTH
+                || data(result, path) != null;
     }
 
     /** A read's data, or null if the znode does not exist. */

@@ -8,10 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.internal.ClientContext;
+import io.coord.testkit.Acls;
 import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -29,6 +31,9 @@ import org.apache.curator.framework.api.CuratorWatcher;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -222,6 +227,30 @@ class ClaimTest {
 
         assertEquals("first", queue.poll());
         assertEquals("second", queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void peekPassesByAClaimThisClientMayNotRead() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("unreadable-claim");
+        // The claimer's claims are readable by the claimer alone; everything else is open.
+        CuratorFramework claimerClient =
+                zk.newCustomClient(b -> b.authorization("digest", "claimer:secret".getBytes(StandardCharsets.UTF_8))
+                        .aclProvider(Acls.byPath(
+                                node -> node.contains("/claims/"),
+                                List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))),
+                                List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone"))))));
+        DistributedQueue<String> claimer = queue(claimerClient, path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        claimer.put("first");
+        claimer.put("second");
+        Claim<String> claim = claimer.claim(WAIT).orElseThrow();
+
+        assertEquals("second", other.peek(), "the first item nobody holds");
+        assertEquals("second", other.element());
+
+        assertTrue(claim.ack());
+        assertEquals("second", other.poll());
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
