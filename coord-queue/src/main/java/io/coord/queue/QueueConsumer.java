@@ -126,9 +126,14 @@ final class QueueConsumer<T> {
         int delivered = 0; // how many of them the sink has
         ItemsWatch items = queue.items;
         boolean waiting = false;
-        boolean listed = false;
+        boolean listed = false; // a read sent during the call answered
+        boolean looked = false; // a round sent its write
         try {
             while (taken.size() < max) {
+                if (looked && taken.isEmpty() && deadline.allowsWaiting() && deadline.expired()) {
+                    // Each name tried so far was gone or held: no new write past the deadline, however many are left.
+                    return taken;
+                }
                 CompletableFuture<Void> seen = items.signal();
                 // Before a name is taken: a write sent while disconnected would be waited for past the deadline. A
                 // call that never waits answers at once while disconnected, from its first round on, and so does one
@@ -152,17 +157,24 @@ final class QueueConsumer<T> {
                     if (deadlinePassed) {
                         return taken;
                     }
+                    looked = true;
                     continue;
                 }
-                if (!deadline.allowsWaiting()) {
-                    if (listed) {
+                if (!deadline.allowsWaiting() || !taken.isEmpty()) {
+                    // What is there, without waiting for more: the names known ran out, so one read sent after the
+                    // call, so that an item written before it is seen (the names may be an earlier call's).
+                    if (listed || (deadline.allowsWaiting() && deadline.expired())) {
                         return taken;
                     }
-                    listed = true; // a read sent after the call, so that an item written before it is seen
-                    BackgroundRequests.awaitFully(items.read(), queue.layout.items());
+                    listed = true;
+                    if (deadline.allowsWaiting()) {
+                        BackgroundRequests.await(items.read(), deadline, queue.layout.items());
+                    } else {
+                        BackgroundRequests.awaitFully(items.read(), queue.layout.items());
+                    }
                     continue;
                 }
-                if (!taken.isEmpty() || deadline.expired()) {
+                if (deadline.expired()) {
                     return taken;
                 }
                 if (!waiting) {
@@ -177,6 +189,7 @@ final class QueueConsumer<T> {
                     if (!read(deadline)) {
                         return taken;
                     }
+                    listed = true;
                 } else if (!ChangeSignal.await(seen, deadline)) {
                     return taken;
                 }

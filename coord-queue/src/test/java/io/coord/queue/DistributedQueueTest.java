@@ -218,4 +218,24 @@ class DistributedQueueTest {
         assertEquals("f", sink.get(5));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
+
+    @Test
+    void aTimedDrainWhoseKnownItemsRanOutMovesWhatTheQueueHoldsSince() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-to-stale");
+        DistributedQueue<String> producer = queue(zk.newClient(), path);
+        DistributedQueue<String> consumer = queue(zk.newClient(), path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        producer.putAll(IntStream.range(0, 20).mapToObj(i -> "a" + i).toList());
+        assertEquals("a0", consumer.poll()); // the consumer now knows the names of a1 to a19
+        assertEquals(15, other.drainTo(new ArrayList<>(), 15)); // and another takes a1 to a15
+        producer.putAll(IntStream.range(0, 100).mapToObj(i -> "b" + i).toList());
+
+        List<String> sink = new ArrayList<>();
+        assertEquals(50, consumer.drainTo(sink, 50, Duration.ofSeconds(10)), () -> "moved " + sink);
+        List<String> expected = new ArrayList<>(List.of("a16", "a17", "a18", "a19"));
+        IntStream.range(0, 46).mapToObj(i -> "b" + i).forEach(expected::add);
+        assertEquals(expected, sink, "what the queue holds, in order, not only the names it knew");
+        assertEquals(54, consumer.drainTo(new ArrayList<>(), 100));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
 }

@@ -80,6 +80,25 @@ class QueueRequestCountTest {
         assertEquals("x", consumer.poll(Duration.ofSeconds(10)));
     }
 
+    @Test
+    void aTimedPollWhoseKnownItemsAreAllGoneSendsNoNewWritePastItsDeadline() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-stale-names");
+        fill(path, 20);
+        AllRequests counter = new AllRequests();
+        DistributedQueue<String> consumer = traced(path, counter);
+        assertEquals("item-0", consumer.poll()); // reads the names of the rest, and the data of the next 15
+        DistributedQueue<String> other = DistributedQueue.builder(zk.newClient(), path, QueueSerializer.utf8())
+                .build();
+        assertEquals(19, other.drainTo(new ArrayList<>(), 19));
+        int before = counter.count("Transaction");
+
+        assertNull(consumer.poll(Duration.ofNanos(1)));
+        // The first name is tried, as any poll gets one look; the other 14 it has data for are not, once the deadline
+        // passed.
+        assertEquals(1, counter.count("Transaction") - before);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
     /** Creator-only ACLs for the queue's claims, open ones for every other node. */
     private static ACLProvider claimsForTheirCreatorOnly() {
         return Acls.byPath(
