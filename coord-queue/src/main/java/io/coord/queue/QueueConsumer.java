@@ -126,8 +126,8 @@ final class QueueConsumer<T> {
         int delivered = 0; // how many of them the sink has
         ItemsWatch items = queue.items;
         boolean waiting = false;
-        boolean listed = false; // a read sent during the call answered
-        boolean looked = false; // a round sent its write
+        boolean listed = false; // the call read the children (or its read went with the connection)
+        boolean looked = false; // a round ended: its names are taken, gone, held or back in play
         try {
             while (taken.size() < max) {
                 if (looked && taken.isEmpty() && deadline.allowsWaiting() && deadline.expired()) {
@@ -168,7 +168,13 @@ final class QueueConsumer<T> {
                     }
                     listed = true;
                     if (deadline.allowsWaiting()) {
-                        BackgroundRequests.await(items.read(), deadline, queue.layout.items());
+                        // A call that has taken items ends with them rather than wait for a lost connection.
+                        CompletableFuture<Void> dropped = queue.connectionDropped();
+                        if (!queue.context.isConnected()) {
+                            return taken;
+                        }
+                        BackgroundRequests.await(
+                                CompletableFuture.anyOf(items.read(), dropped), deadline, queue.layout.items());
                     } else {
                         BackgroundRequests.awaitFully(items.read(), queue.layout.items());
                     }

@@ -130,13 +130,23 @@ class QueueFaultTest {
 
     @Test
     void aTimedDrainThatHasTakenItemsEndsWithThemWhenTheConnectionDrops() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("drain-timed-drop");
+        drainWhoseConnectionDropsAsItsFirstRoundEnds("drain-timed-drop", 150);
+    }
+
+    @Test
+    void aTimedDrainThatTookEveryItemItKnewEndsWithThemWhenTheConnectionDrops() throws Exception {
+        // Its next step would be a read for items put since: not waited for without the connection either.
+        drainWhoseConnectionDropsAsItsFirstRoundEnds("drain-timed-drop-all", 100);
+    }
+
+    /** A timed drain of {@code count} items whose connection drops, for good, as its first round of 100 ends. */
+    private void drainWhoseConnectionDropsAsItsFirstRoundEnds(String name, int count) throws Exception {
+        String path = ZooKeeperFixture.uniquePath(name);
         ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newOutageProofClient(proxy);
         CuratorFramework admin = zk.newClient();
-        List<String> items = putNumbered(admin, path, 150);
+        List<String> items = putNumbered(admin, path, count);
         DistributedQueue<String> consumer = queue(client, path);
-        // The connection drops as the first round's last item reaches the sink, and stays down.
         List<String> sink = new ArrayList<>() {
             @Override
             public boolean add(String item) {
@@ -155,8 +165,8 @@ class QueueFaultTest {
         assertEquals(items.subList(0, 100), sink);
         reconnect(proxy, client);
         List<String> rest = new ArrayList<>();
-        assertEquals(50, consumer.drainTo(rest, 150, Duration.ofSeconds(10)));
-        assertEquals(items.subList(100, 150), rest);
+        assertEquals(count - 100, consumer.drainTo(rest, 150));
+        assertEquals(items.subList(100, count), rest);
         closeAndAssertDrained(client, proxy, path);
     }
 
