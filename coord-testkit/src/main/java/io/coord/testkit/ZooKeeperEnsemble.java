@@ -388,7 +388,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         }
         proxies.forEach(proxy -> {
             proxy.refuseConnections(false);
-            proxy.cutOff(Duration.ZERO);
+            proxy.endCutOff(); // not cutOff(ZERO), which would cut the clients it is about to close
             proxy.loseReplies(false);
         });
         // A client cut off reconnects first, so that its close ends its session on the servers; one that cannot

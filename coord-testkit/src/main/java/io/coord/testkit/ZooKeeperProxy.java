@@ -108,6 +108,11 @@ public final class ZooKeeperProxy implements AutoCloseable {
         cutConnections();
     }
 
+    /** Lets new connections in again, ending a {@link #cutOff}, without closing the ones open now. */
+    void endCutOff() {
+        refusingUntilNanos = System.nanoTime();
+    }
+
     /** A test's delay or cut: not negative, and at most a day, which no test waits out. */
     private static Duration bounded(String what, Duration value) {
         Objects.requireNonNull(value, what);

@@ -86,6 +86,19 @@ class FaultsTest {
     }
 
     @Test
+    void aResetEndsTheSessionOfAClientThroughAProxySoItsEphemeralNodesGoAtOnce() throws Exception {
+        EmbeddedServer server = zk.servers().get(0);
+        ZooKeeperProxy proxy = zk.proxy(server);
+        CuratorFramework client = zk.newClient(proxy.connectString());
+        client.create().withMode(CreateMode.EPHEMERAL).forPath("/reset-proxied");
+
+        zk.reset();
+
+        // Read from the server the proxy led to, which answered the session's close.
+        assertNull(zk.newClient(server.address()).checkExists().forPath("/reset-proxied"));
+    }
+
+    @Test
     void aDelayedProxyAddsItsRoundTripToEveryRequest() throws Exception {
         ZooKeeperProxy proxy = zk.proxy(zk.servers().get(1));
         CuratorFramework client = zk.newClient(proxy.connectString());
