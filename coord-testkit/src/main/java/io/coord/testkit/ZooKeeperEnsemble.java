@@ -7,10 +7,13 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.regex.Matcher;
@@ -38,6 +41,9 @@ import org.apache.zookeeper.data.Stat;
 public final class ZooKeeperEnsemble implements AutoCloseable {
     /** The session timeout of the clients an ensemble hands out unless told otherwise. */
     public static final Duration DEFAULT_SESSION_TIMEOUT = Duration.ofSeconds(4);
+    // The ports of this JVM's ensembles that have not closed, from the moment they are picked.
+    private static final Set<Integer> RESERVED = ConcurrentHashMap.newKeySet();
+    private final AtomicBoolean closed = new AtomicBoolean();
     // Servers listen between these, below the ports systems hand out on their own (see specs).
     private static final int FIRST_PICKED_PORT = 20_000;
     private static final int FIRST_EPHEMERAL_PORT = 32_768;
@@ -113,7 +119,13 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                 System.setProperty("zookeeper.4lw.commands.whitelist", "*");
             }
             List<InstanceSpec> specs = specs(servers);
-            TestingCluster cluster = new TestingCluster(specs);
+            TestingCluster cluster;
+            try {
+                cluster = new TestingCluster(specs);
+            } catch (RuntimeException | Error e) {
+                release(specs);
+                throw e;
+            }
             ZooKeeperEnsemble ensemble = new ZooKeeperEnsemble(cluster, specs, sessionTimeout);
             try {
                 cluster.start();
@@ -134,16 +146,21 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
      * and frees it at once, so two ports of one ensemble can come out the same, and the second server to bind it
      * fails (its embedded ZooKeeper then ends the JVM). The ports lie below the range systems hand out for port 0 and
      * for outgoing connections (from 32768 on Linux, 49152 elsewhere), so that the port of a killed server is not
-     * taken by a client's connection, here or in another JVM, before the server restarts.
+     * taken by a client's connection, here or in another JVM, before the server restarts. The ports stay reserved in
+     * this JVM until the ensemble closes: a killed server's ports, and a follower's quorum port, which only a leader
+     * binds, are free to bind meanwhile, and another ensemble of this JVM must not take them.
      */
     static List<InstanceSpec> specs(int count) throws IOException {
         List<ServerSocket> held = new ArrayList<>();
+        int[] ports = new int[3 * count];
+        int picked = 0;
         try {
-            int[] ports = new int[3 * count];
-            for (int i = 0; i < ports.length; i++) {
+            while (picked < ports.length) {
                 ServerSocket socket = bindBelowEphemeralPorts();
                 held.add(socket);
-                ports[i] = socket.getLocalPort();
+                if (RESERVED.add(socket.getLocalPort())) {
+                    ports[picked++] = socket.getLocalPort();
+                }
             }
             List<InstanceSpec> specs = new ArrayList<>();
             for (int id = 1; id <= count; id++) {
@@ -153,10 +170,24 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                         new InstanceSpec(null, ports[first], ports[first + 1], ports[first + 2], true, id, TICK_MS, 0));
             }
             return specs;
+        } catch (IOException | RuntimeException | Error e) {
+            for (int i = 0; i < picked; i++) {
+                RESERVED.remove(ports[i]);
+            }
+            throw e;
         } finally {
             for (ServerSocket socket : held) {
                 socket.close();
             }
+        }
+    }
+
+    /** Frees the ports of {@code specs} for the next ensembles of this JVM. */
+    static void release(List<InstanceSpec> specs) {
+        for (InstanceSpec spec : specs) {
+            RESERVED.remove(spec.getPort());
+            RESERVED.remove(spec.getQuorumPort());
+            RESERVED.remove(spec.getElectionPort());
         }
     }
 
@@ -166,6 +197,9 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         IOException last = null;
         for (int attempt = 0; attempt < 100; attempt++) {
             int port = ThreadLocalRandom.current().nextInt(slice[0], slice[1]);
+            if (RESERVED.contains(port)) {
+                continue; // another ensemble's, perhaps of a server that is down for now
+            }
             try {
                 return new ServerSocket(port);
             } catch (IOException taken) {
@@ -436,11 +470,18 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     /** Closes every client and proxy and stops the servers, deleting their data. */
     @Override
     public void close() throws IOException {
-        clients.forEach(CuratorFramework::close);
-        clients.clear();
-        proxies.forEach(ZooKeeperProxy::close);
-        proxies.clear();
-        cluster.close();
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            clients.forEach(CuratorFramework::close);
+            clients.clear();
+            proxies.forEach(ZooKeeperProxy::close);
+            proxies.clear();
+            cluster.close();
+        } finally {
+            release(servers.stream().map(EmbeddedServer::spec).toList());
+        }
     }
 
     void kill(InstanceSpec spec) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.util.HashSet;
 import java.util.List;
@@ -17,12 +18,7 @@ class PortsTest {
         for (int round = 0; round < 50; round++) {
             List<InstanceSpec> specs = ZooKeeperEnsemble.specs(5);
             try {
-                Set<Integer> ports = new HashSet<>();
-                for (InstanceSpec spec : specs) {
-                    ports.add(spec.getPort());
-                    ports.add(spec.getQuorumPort());
-                    ports.add(spec.getElectionPort());
-                }
+                Set<Integer> ports = portsOf(specs);
                 assertEquals(15, ports.size(), specs.toString());
                 // Below the ports the system hands out itself, which a killed server's port must not become.
                 assertTrue(ports.stream().allMatch(port -> port >= 20_000 && port < 32_768), ports.toString());
@@ -30,11 +26,49 @@ class PortsTest {
                         List.of(1, 2, 3, 4, 5),
                         specs.stream().map(InstanceSpec::getServerId).toList());
             } finally {
-                // Each spec makes an empty data directory, which only a server that ran in it deletes on close.
-                for (InstanceSpec spec : specs) {
-                    Files.deleteIfExists(spec.getDataDirectory().toPath());
-                }
+                discard(specs);
             }
+        }
+    }
+
+    @Test
+    void theEnsemblesOfOneJvmNeverShareAPortEvenOneThatIsFreeForNow() throws Exception {
+        String fork = System.getProperty("coord.testkit.fork");
+        String forks = System.getProperty("coord.testkit.forks");
+        List<InstanceSpec> first = List.of();
+        List<InstanceSpec> second = List.of();
+        try {
+            System.setProperty("coord.testkit.forks", "64"); // a slice of 199 ports
+            System.setProperty("coord.testkit.fork", "1");
+            // The first ensemble's ports are all free again (as a killed server's are), yet still its own.
+            first = ZooKeeperEnsemble.specs(50);
+            second = ZooKeeperEnsemble.specs(5);
+            Set<Integer> ports = portsOf(first);
+            ports.addAll(portsOf(second));
+            assertEquals(165, ports.size(), "no port of the second is one of the first's");
+        } finally {
+            discard(first);
+            discard(second);
+            restore("coord.testkit.fork", fork);
+            restore("coord.testkit.forks", forks);
+        }
+    }
+
+    private static Set<Integer> portsOf(List<InstanceSpec> specs) {
+        Set<Integer> ports = new HashSet<>();
+        for (InstanceSpec spec : specs) {
+            ports.add(spec.getPort());
+            ports.add(spec.getQuorumPort());
+            ports.add(spec.getElectionPort());
+        }
+        return ports;
+    }
+
+    /** Frees the ports, and the empty data directory each spec makes, which only a server that ran there deletes. */
+    private static void discard(List<InstanceSpec> specs) throws IOException {
+        ZooKeeperEnsemble.release(specs);
+        for (InstanceSpec spec : specs) {
+            Files.deleteIfExists(spec.getDataDirectory().toPath());
         }
     }
 
