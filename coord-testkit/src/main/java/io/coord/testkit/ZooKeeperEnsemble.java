@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,6 +26,7 @@ import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.test.InstanceSpec;
 import org.apache.curator.test.TestingCluster;
+import org.apache.curator.utils.PathUtils;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.FourLetterWordMain;
@@ -41,6 +44,8 @@ import org.apache.zookeeper.data.Stat;
 public final class ZooKeeperEnsemble implements AutoCloseable {
     /** The session timeout of the clients an ensemble hands out unless told otherwise. */
     public static final Duration DEFAULT_SESSION_TIMEOUT = Duration.ofSeconds(4);
+    // What a server answers a four-letter word with between a kill and the end of the election that follows.
+    private static final String NOT_SERVING = "not currently serving requests";
     // The ports of this JVM's ensembles that have not closed, from the moment they are picked.
     private static final Set<Integer> RESERVED = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -362,12 +367,23 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         return total;
     }
 
-    /** For each watched path at or under {@code path}, how many watches the running servers hold on it. */
+    /**
+     * For each watched path at or under {@code path}, how many watches the running servers hold on it.
+     *
+     * @throws IllegalArgumentException if {@code path} is not a ZooKeeper path ("/a", not "a" or "/a/")
+     * @throws IllegalStateException if a running server is not serving requests yet (an election is under way)
+     */
     public Map<String, Integer> watchesUnder(String path) {
+        PathUtils.validatePath(path);
         Map<String, Integer> watches = new LinkedHashMap<>();
         for (EmbeddedServer server : running()) {
+            String reply = fourLetterWord(server, "wchp");
+            if (reply.contains(NOT_SERVING)) {
+                // Between a kill and the next election: its clients may yet set their watches again there.
+                throw new IllegalStateException(server + " is not serving requests yet: " + reply.trim());
+            }
             String watchedPath = null;
-            for (String line : fourLetterWord(server, "wchp").split("\n")) {
+            for (String line : reply.split("\n")) {
                 if (line.startsWith("/")) {
                     watchedPath = isAtOrUnder(line.trim(), path) ? line.trim() : null;
                 } else if (watchedPath != null && line.trim().startsWith("0x")) {
@@ -378,8 +394,13 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         return watches;
     }
 
-    /** Waits until {@code path} has no children (or does not exist), or fails listing what is left and who owns it. */
+    /**
+     * Waits until {@code path} has no children (or does not exist), or fails listing what is left and who owns it.
+     *
+     * @throws IllegalArgumentException if {@code path} is not a ZooKeeper path
+     */
     public void assertNoZnodesUnder(String path) throws Exception {
+        PathUtils.validatePath(path);
         ZooKeeper reader = reader();
         try {
             List<String> left = awaitEmpty(() -> describeChildren(reader, path));
@@ -391,11 +412,23 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         }
     }
 
-    /** Waits until the servers hold no watch at or under {@code path}, or fails listing the watched paths. */
+    /**
+     * Waits until the servers hold no watch at or under {@code path}, or fails listing the watched paths; a server
+     * that is not serving yet counts as one that may still hold some.
+     *
+     * @throws IllegalArgumentException if {@code path} is not a ZooKeeper path
+     */
     public void assertNoWatchesUnder(String path) {
-        List<String> left = awaitEmpty(() -> watchesUnder(path).entrySet().stream()
-                .map(e -> e.getKey() + " (" + e.getValue() + ")")
-                .toList());
+        PathUtils.validatePath(path);
+        List<String> left = awaitEmpty(() -> {
+            try {
+                return watchesUnder(path).entrySet().stream()
+                        .map(e -> e.getKey() + " (" + e.getValue() + ")")
+                        .toList();
+            } catch (IllegalStateException notServing) {
+                return List.of(notServing.getMessage()); // not known yet: asked again until the deadline
+            }
+        });
         if (!left.isEmpty()) {
             throw new AssertionError("watches left under " + path + ": " + left);
         }
@@ -413,37 +446,74 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
      * waits out a session timeout in the next.
      */
     public void reset() {
+        RuntimeException failed = null;
         boolean restarted = false;
         for (EmbeddedServer server : servers) {
             if (!server.isRunning()) {
-                server.restart();
-                restarted = true;
+                try {
+                    server.restart();
+                    restarted = true;
+                } catch (RuntimeException e) {
+                    failed = either(failed, e); // the other servers, clients and proxies are reset all the same
+                }
             }
         }
-        proxies.forEach(proxy -> {
-            proxy.refuseConnections(false);
-            proxy.endCutOff(); // not cutOff(ZERO), which would cut the clients it is about to close
-            proxy.loseReplies(false);
-        });
-        // A client cut off reconnects first, so that its close ends its session on the servers; one that cannot
-        // within a session timeout, all clients together, is closed as it is.
-        long deadline = System.nanoTime() + sessionTimeout.toNanos();
-        for (CuratorFramework client : clients) {
-            if (restarted || !client.getZookeeperClient().isConnected()) {
-                awaitReconnected(client, deadline); // a killed server's client may not have noticed yet
+        try {
+            proxies.forEach(proxy -> {
+                proxy.refuseConnections(false);
+                proxy.endCutOff(); // not cutOff(ZERO), which would cut the clients it is about to close
+                proxy.loseReplies(false);
+            });
+            // A client cut off reconnects first, so that its close ends its session on the servers; one that cannot
+            // within a session timeout, all clients together, is closed as it is.
+            long deadline = System.nanoTime() + sessionTimeout.toNanos();
+            for (CuratorFramework client : clients) {
+                if (restarted || !client.getZookeeperClient().isConnected()) {
+                    awaitReconnected(client, deadline); // a killed server's client may not have noticed yet
+                }
+                client.close();
             }
-            client.close();
+        } catch (RuntimeException e) {
+            failed = either(failed, e);
+        } finally {
+            clients.forEach(CuratorFramework::close); // those a failure passed by; closing twice does nothing
+            clients.clear();
+            proxies.forEach(ZooKeeperProxy::close);
+            proxies.clear();
         }
-        clients.clear();
-        proxies.forEach(ZooKeeperProxy::close);
-        proxies.clear();
+        if (failed != null) {
+            throw failed;
+        }
+    }
+
+    /** The first failure, with any later one added to it as suppressed. */
+    private static RuntimeException either(RuntimeException first, RuntimeException next) {
+        if (first == null) {
+            return next;
+        }
+        first.addSuppressed(next);
+        return first;
     }
 
     /** Whether the client connects to this ensemble's servers or to one of its open proxies: only then can it. */
     private boolean reachable(CuratorFramework client) {
         String connectString = client.getZookeeperClient().getCurrentConnectionString();
-        return connectString.equals(connectString())
-                || proxies.stream().anyMatch(p -> p.isOpen() && connectString.equals(p.connectString()));
+        int chroot = connectString.indexOf('/');
+        Set<Integer> ours = new HashSet<>();
+        servers.forEach(server -> ours.add(server.port()));
+        proxies.stream().filter(ZooKeeperProxy::isOpen).forEach(proxy -> ours.add(portOf(proxy.connectString())));
+        // Every address of the string, whether all servers, one of them, or a proxy, and whatever its chroot.
+        return Arrays.stream((chroot < 0 ? connectString : connectString.substring(0, chroot)).split(","))
+                .allMatch(address -> ours.contains(portOf(address)));
+    }
+
+    private static int portOf(String address) {
+        try {
+            return Integer.parseInt(
+                    address.substring(address.lastIndexOf(':') + 1).trim());
+        } catch (NumberFormatException e) {
+            return -1;
+        }
     }
 
     /**
@@ -562,8 +632,15 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                 connected.countDown();
             }
         });
-        if (!connected.await(CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS)) {
-            reader.close();
+        boolean ready = false;
+        try {
+            ready = connected.await(CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS);
+        } finally {
+            if (!ready) {
+                reader.close(); // timed out, or interrupted
+            }
+        }
+        if (!ready) {
             throw new IllegalStateException("could not connect to " + connectString());
         }
         return reader;
@@ -604,6 +681,9 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             List<String> left;
             try {
                 left = check.left();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("leak check interrupted", e);
             } catch (Exception e) {
                 throw new IllegalStateException("leak check failed: " + e, e);
             }

@@ -99,6 +99,18 @@ class FaultsTest {
     }
 
     @Test
+    void aResetEndsTheSessionOfAClientOfOneServerThatWasKilled() throws Exception {
+        EmbeddedServer server = zk.servers().get(1);
+        CuratorFramework client = zk.newClient(server.address());
+        client.create().withMode(CreateMode.EPHEMERAL).forPath("/reset-one-server");
+        server.kill();
+
+        zk.reset(); // restarts the server, and waits for the client to reconnect there before closing it
+
+        assertNull(zk.newClient(server.address()).checkExists().forPath("/reset-one-server"));
+    }
+
+    @Test
     void aDelayedProxyAddsItsRoundTripToEveryRequest() throws Exception {
         ZooKeeperProxy proxy = zk.proxy(zk.servers().get(1));
         CuratorFramework client = zk.newClient(proxy.connectString());

@@ -47,4 +47,14 @@ class LeakChecksTest {
         zk.assertNoWatchesUnder("/watched");
         assertEquals(0, zk.watchCount());
     }
+
+    @Test
+    void aPathThatIsNoZooKeeperPathIsRefusedRatherThanFoundClean(ZooKeeperEnsemble zk) {
+        // "/a/" and "a" match no watched path: a check that took them would pass whatever is left.
+        for (String path : new String[] {"/a/", "a", ""}) {
+            assertThrows(IllegalArgumentException.class, () -> zk.assertNoWatchesUnder(path), path);
+            assertThrows(IllegalArgumentException.class, () -> zk.assertNoZnodesUnder(path), path);
+            assertThrows(IllegalArgumentException.class, () -> zk.watchesUnder(path), path);
+        }
+    }
 }
