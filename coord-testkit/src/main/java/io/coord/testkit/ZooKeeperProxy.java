@@ -38,6 +38,8 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private static final byte[] END = new byte[0];
     private static final byte[] NOTHING = new byte[0];
     private static final Duration LONGEST = Duration.ofDays(1);
+    // Far above what a server sends (jute.maxbuffer, 1 MiB unless raised), far below what memory could hold.
+    private static final int LONGEST_PACKET = 64 << 20;
 
     private record Chunk(byte[] bytes, long dueNanos) {}
 
@@ -186,6 +188,11 @@ public final class ZooKeeperProxy implements AutoCloseable {
                 cutConnections();
                 return;
             }
+            if (turnsAway()) {
+                // Told to refuse while this one was being set up, perhaps after a cut went by without it.
+                end(client, server);
+                continue;
+            }
             BlockingQueue<Chunk> up = new ArrayBlockingQueue<>(CHUNKS_IN_FLIGHT);
             BlockingQueue<Chunk> down = new ArrayBlockingQueue<>(CHUNKS_IN_FLIGHT);
             String name = "zk-proxy-" + client.getPort();
@@ -225,6 +232,10 @@ public final class ZooKeeperProxy implements AutoCloseable {
         boolean[] handshake = {true}; // the first packet answers the handshake and has no header
         return () -> {
             int length = in.readInt();
+            if (length < 0 || length > LONGEST_PACKET) {
+                // Not a ZooKeeper reply (a four-letter word's answer has no length): pass nothing, end the relay.
+                throw new IOException("not a ZooKeeper packet: length " + length);
+            }
             byte[] packet = new byte[4 + length];
             ByteBuffer.wrap(packet).putInt(length);
             in.readFully(packet, 4, length);
