@@ -1,10 +1,15 @@
 package io.coord.testkit;
 
+import java.io.File;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -20,6 +25,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
@@ -48,6 +54,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     private static final String NOT_SERVING = "not currently serving requests";
     // The ports of this JVM's ensembles that have not closed, from the moment they are picked.
     private static final Set<Integer> RESERVED = ConcurrentHashMap.newKeySet();
+    private static final String ROOT_PREFIX = "coord-ensemble-";
     private final AtomicBoolean closed = new AtomicBoolean();
     // Servers listen between these, below the ports systems hand out on their own (see specs).
     private static final int FIRST_PICKED_PORT = 20_000;
@@ -167,12 +174,16 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                     ports[picked++] = socket.getLocalPort();
                 }
             }
+            // One directory for the ensemble, which close() deletes: ZooKeeper writes each server's configuration
+            // file, at every start, beside the server's data directory, and never deletes it.
+            Path root = Files.createTempDirectory(ROOT_PREFIX);
             List<InstanceSpec> specs = new ArrayList<>();
             for (int id = 1; id <= count; id++) {
                 int first = 3 * (id - 1);
+                File data = Files.createDirectory(root.resolve("server-" + id)).toFile();
                 // maxClientCnxns 0 lifts the per-address limit: every client of a test comes from loopback.
                 specs.add(
-                        new InstanceSpec(null, ports[first], ports[first + 1], ports[first + 2], true, id, TICK_MS, 0));
+                        new InstanceSpec(data, ports[first], ports[first + 1], ports[first + 2], true, id, TICK_MS, 0));
             }
             return specs;
         } catch (IOException | RuntimeException | Error e) {
@@ -187,12 +198,30 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         }
     }
 
-    /** Frees the ports of {@code specs} for the next ensembles of this JVM. */
+    static boolean isReserved(int port) {
+        return RESERVED.contains(port);
+    }
+
+    /** Frees the ports of {@code specs} for the next ensembles of this JVM, and deletes their directory. */
     static void release(List<InstanceSpec> specs) {
         for (InstanceSpec spec : specs) {
             RESERVED.remove(spec.getPort());
             RESERVED.remove(spec.getQuorumPort());
             RESERVED.remove(spec.getElectionPort());
+        }
+        specs.stream()
+                .map(spec -> spec.getDataDirectory().toPath().getParent())
+                .filter(root -> root != null && root.getFileName().toString().startsWith(ROOT_PREFIX))
+                .distinct()
+                .forEach(ZooKeeperEnsemble::deleteQuietly);
+    }
+
+    /** Deletes the tree at {@code root}, as much of it as can be: what is left is in the system's temp directory. */
+    private static void deleteQuietly(Path root) {
+        try (Stream<Path> tree = Files.walk(root)) {
+            tree.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        } catch (IOException | UncheckedIOException e) {
+            // Gone already, or held open by a server that did not stop.
         }
     }
 

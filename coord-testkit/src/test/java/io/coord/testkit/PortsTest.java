@@ -4,8 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.nio.file.Files;
+import java.io.File;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -54,6 +53,20 @@ class PortsTest {
         }
     }
 
+    @Test
+    void aClosedEnsembleLeavesNoFileBehindAndItsPortsFree() throws Exception {
+        ZooKeeperEnsemble ensemble = ZooKeeperEnsemble.start(1);
+        EmbeddedServer server = ensemble.servers().get(0);
+        File root = server.spec().getDataDirectory().getParentFile();
+        server.kill();
+        server.restart(); // ZooKeeper writes a configuration file at every start, and never deletes it
+        ensemble.close();
+
+        assertTrue(!root.exists(), root + " is left");
+        // Free: a new ensemble may take the closed one's ports again.
+        assertTrue(portsOf(List.of(server.spec())).stream().noneMatch(ZooKeeperEnsemble::isReserved));
+    }
+
     private static Set<Integer> portsOf(List<InstanceSpec> specs) {
         Set<Integer> ports = new HashSet<>();
         for (InstanceSpec spec : specs) {
@@ -64,11 +77,12 @@ class PortsTest {
         return ports;
     }
 
-    /** Frees the ports, and the empty data directory each spec makes, which only a server that ran there deletes. */
-    private static void discard(List<InstanceSpec> specs) throws IOException {
+    /** Frees the ports, and deletes the directories made for servers that never ran. */
+    private static void discard(List<InstanceSpec> specs) {
         ZooKeeperEnsemble.release(specs);
         for (InstanceSpec spec : specs) {
-            Files.deleteIfExists(spec.getDataDirectory().toPath());
+            assertTrue(
+                    !spec.getDataDirectory().exists(), spec.getDataDirectory().toString());
         }
     }
 
