@@ -311,8 +311,10 @@ class MutexRevocationTest {
         assertTrue(asker.requestRevocation(first));
         proxy.refuseConnections(false);
 
+        // Heard once the view reads again, which may come before the reads that confirm the hold.
         await().until(() -> requests.get() == 1);
-        assertEquals(LeaseState.HELD, held.state());
+        await().until(() -> held.state() == LeaseState.HELD);
+        assertEquals(1, requests.get(), "each request is heard once");
         assertEquals(session.id(), Session.of(holderClient).id(), "the same session throughout");
         held.close();
         holderClient.close(); // its view would linger for a minute

@@ -32,6 +32,7 @@ import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.test.InstanceSpec;
 import org.apache.curator.test.TestingCluster;
+import org.apache.curator.test.TestingZooKeeperServer;
 import org.apache.curator.utils.PathUtils;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
@@ -163,12 +164,17 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
      * binds, are free to bind meanwhile, and another ensemble of this JVM must not take them.
      */
     static List<InstanceSpec> specs(int count) throws IOException {
+        return specs(count, portSlice());
+    }
+
+    /** {@link #specs(int)}, picking from {@code slice}: from its first port up to, not including, its second. */
+    static List<InstanceSpec> specs(int count, int[] slice) throws IOException {
         List<ServerSocket> held = new ArrayList<>();
         int[] ports = new int[3 * count];
         int picked = 0;
         try {
             while (picked < ports.length) {
-                ServerSocket socket = bindBelowEphemeralPorts();
+                ServerSocket socket = bindBelowEphemeralPorts(slice);
                 held.add(socket);
                 if (RESERVED.add(socket.getLocalPort())) {
                     ports[picked++] = socket.getLocalPort();
@@ -226,8 +232,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     }
 
     /** A socket bound to a free port picked at random from this JVM's {@link #portSlice()}. */
-    private static ServerSocket bindBelowEphemeralPorts() throws IOException {
-        int[] slice = portSlice();
+    private static ServerSocket bindBelowEphemeralPorts(int[] slice) throws IOException {
         IOException last = null;
         for (int attempt = 0; attempt < 100; attempt++) {
             int port = ThreadLocalRandom.current().nextInt(slice[0], slice[1]);
@@ -409,7 +414,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             String reply = fourLetterWord(server, "wchp");
             if (reply.contains(NOT_SERVING)) {
                 // Between a kill and the next election: its clients may yet set their watches again there.
-                throw new IllegalStateException(server + " is not serving requests yet: " + reply.trim());
+                throw new NotServing(server + " is not serving requests yet: " + reply.trim());
             }
             String watchedPath = null;
             for (String line : reply.split("\n")) {
@@ -454,12 +459,21 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                 return watchesUnder(path).entrySet().stream()
                         .map(e -> e.getKey() + " (" + e.getValue() + ")")
                         .toList();
-            } catch (IllegalStateException notServing) {
-                return List.of(notServing.getMessage()); // not known yet: asked again until the deadline
+            } catch (NotServing notYet) {
+                return List.of(notYet.getMessage()); // not known yet: asked again until the deadline
             }
         });
         if (!left.isEmpty()) {
             throw new AssertionError("watches left under " + path + ": " + left);
+        }
+    }
+
+    /** A running server that answers no request yet: an election is under way, or no majority runs. */
+    private static final class NotServing extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        NotServing(String message) {
+            super(message);
         }
     }
 
@@ -488,11 +502,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             }
         }
         try {
-            proxies.forEach(proxy -> {
-                proxy.refuseConnections(false);
-                proxy.endCutOff(); // not cutOff(ZERO), which would cut the clients it is about to close
-                proxy.loseReplies(false);
-            });
+            proxies.forEach(ZooKeeperProxy::endFaults); // not cutOff(ZERO), which would cut the clients closed next
             // A client cut off reconnects first, so that its close ends its session on the servers; one that cannot
             // within a session timeout, all clients together, is closed as it is.
             long deadline = System.nanoTime() + sessionTimeout.toNanos();
@@ -572,15 +582,29 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        try {
-            clients.forEach(CuratorFramework::close);
-            clients.clear();
-            proxies.forEach(ZooKeeperProxy::close);
-            proxies.clear();
-            cluster.close();
-        } finally {
-            release(servers.stream().map(EmbeddedServer::spec).toList());
+        clients.forEach(CuratorFramework::close);
+        clients.clear();
+        proxies.forEach(ZooKeeperProxy::close);
+        proxies.clear();
+        // Server by server, so that one that fails to stop does not keep the others running; the ports and files are
+        // freed only once every server stopped, as another ensemble must not take what a running server uses.
+        IOException failed = null;
+        for (TestingZooKeeperServer server : cluster.getServers()) {
+            try {
+                server.close();
+            } catch (IOException | RuntimeException e) {
+                IOException stop = e instanceof IOException io ? io : new IOException("stopping " + server, e);
+                if (failed == null) {
+                    failed = stop;
+                } else {
+                    failed.addSuppressed(stop);
+                }
+            }
         }
+        if (failed != null) {
+            throw failed;
+        }
+        release(servers.stream().map(EmbeddedServer::spec).toList());
     }
 
     void kill(InstanceSpec spec) {
@@ -707,6 +731,9 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         long deadline = System.nanoTime()
                 + sessionTimeout.multipliedBy(2).plusSeconds(5).toNanos();
         while (true) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw new IllegalStateException("leak check interrupted"); // the flag stays set
+            }
             List<String> left;
             try {
                 left = check.left();

@@ -12,6 +12,8 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -45,6 +47,8 @@ public final class ZooKeeperProxy implements AutoCloseable {
 
     private final InetSocketAddress target;
     private final ServerSocket listener;
+    // The four threads relaying each open connection, under both its sockets.
+    private final Map<Socket, List<Thread>> relays = new ConcurrentHashMap<>();
     private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
     private final AtomicLong repliesLost = new AtomicLong();
     private final AtomicBoolean dropNextReply = new AtomicBoolean();
@@ -110,9 +114,16 @@ public final class ZooKeeperProxy implements AutoCloseable {
         cutConnections();
     }
 
-    /** Lets new connections in again, ending a {@link #cutOff}, without closing the ones open now. */
-    void endCutOff() {
+    /**
+     * Ends every fault set so far (refusals, a cut-off, lost replies, a reply set to be dropped, the delay) without
+     * closing the connections open now: the clients that are about to close through them must reach their server.
+     */
+    void endFaults() {
+        refusing = false;
         refusingUntilNanos = System.nanoTime();
+        losingReplies = false;
+        dropNextReply.set(false);
+        oneWayNanos = 0;
     }
 
     /** A test's delay or cut: not negative, and at most a day, which no test waits out. */
@@ -199,12 +210,14 @@ public final class ZooKeeperProxy implements AutoCloseable {
             try {
                 Source requests = requests(client);
                 Source replies = replies(server, client);
-                daemon(name + "-up-read", () -> read(client, server, up, requests))
-                        .start();
-                daemon(name + "-up-write", () -> write(client, server, up)).start();
-                daemon(name + "-down-read", () -> read(server, client, down, replies))
-                        .start();
-                daemon(name + "-down-write", () -> write(server, client, down)).start();
+                List<Thread> relay = List.of(
+                        daemon(name + "-up-read", () -> read(client, server, up, requests)),
+                        daemon(name + "-up-write", () -> write(client, server, up)),
+                        daemon(name + "-down-read", () -> read(server, client, down, replies)),
+                        daemon(name + "-down-write", () -> write(server, client, down)));
+                relays.put(client, relay);
+                relays.put(server, relay);
+                relay.forEach(Thread::start);
             } catch (IOException e) {
                 end(client, server); // closed before the relay started
             }
@@ -283,6 +296,9 @@ public final class ZooKeeperProxy implements AutoCloseable {
                 long wait;
                 while ((wait = chunk.dueNanos() - System.nanoTime()) > 0) {
                     LockSupport.parkNanos(wait);
+                    if (Thread.interrupted()) {
+                        throw new InterruptedException(); // the connection ended meanwhile
+                    }
                 }
                 if (chunk.bytes() == END) {
                     // ZooKeeper never half-closes a connection: an end in one direction, passed on after the same
@@ -301,11 +317,20 @@ public final class ZooKeeperProxy implements AutoCloseable {
         }
     }
 
+    /**
+     * Ends a connection: both sockets, and the threads that relay it, which may be parked on a full queue or on a
+     * delay, where a closed socket would not reach them.
+     */
     private void end(Socket a, Socket b) {
         closeQuietly(a);
         closeQuietly(b);
         sockets.remove(a);
         sockets.remove(b);
+        List<Thread> relay = relays.remove(a);
+        relays.remove(b);
+        if (relay != null) {
+            relay.forEach(Thread::interrupt);
+        }
     }
 
     private static Thread daemon(String name, Runnable body) {

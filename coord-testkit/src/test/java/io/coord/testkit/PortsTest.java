@@ -32,24 +32,20 @@ class PortsTest {
 
     @Test
     void theEnsemblesOfOneJvmNeverShareAPortEvenOneThatIsFreeForNow() throws Exception {
-        String fork = System.getProperty("coord.testkit.fork");
-        String forks = System.getProperty("coord.testkit.forks");
+        // 199 ports of this JVM's own slice, so that no other test JVM's servers are disturbed.
+        int[] slice = {ZooKeeperEnsemble.portSlice()[0], ZooKeeperEnsemble.portSlice()[0] + 199};
         List<InstanceSpec> first = List.of();
         List<InstanceSpec> second = List.of();
         try {
-            System.setProperty("coord.testkit.forks", "64"); // a slice of 199 ports
-            System.setProperty("coord.testkit.fork", "1");
             // The first ensemble's ports are all free again (as a killed server's are), yet still its own.
-            first = ZooKeeperEnsemble.specs(50);
-            second = ZooKeeperEnsemble.specs(5);
+            first = ZooKeeperEnsemble.specs(50, slice);
+            second = ZooKeeperEnsemble.specs(5, slice);
             Set<Integer> ports = portsOf(first);
             ports.addAll(portsOf(second));
             assertEquals(165, ports.size(), "no port of the second is one of the first's");
         } finally {
             discard(first);
             discard(second);
-            restore("coord.testkit.fork", fork);
-            restore("coord.testkit.forks", forks);
         }
     }
 
