@@ -111,6 +111,28 @@ class FaultsTest {
     }
 
     @Test
+    void aCutConnectionLeavesNoRelayThreadBehindEvenOneParkedOnADelay() throws Exception {
+        ZooKeeperProxy proxy = zk.proxy(zk.servers().get(2));
+        CuratorFramework client = zk.newClient(proxy.connectString());
+        proxy.delay(Duration.ofHours(1));
+        client.checkExists().inBackground().forPath("/"); // its request waits half an hour in the proxy
+        await().until(() -> relayThreads().size() == 4);
+
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+
+        await().until(() -> relayThreads().isEmpty());
+    }
+
+    /** The threads of every proxy's open connections: four each. */
+    private static List<String> relayThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .map(Thread::getName)
+                .filter(name -> name.startsWith("zk-proxy-") && !name.startsWith("zk-proxy-accept-"))
+                .toList();
+    }
+
+    @Test
     void aDelayedProxyAddsItsRoundTripToEveryRequest() throws Exception {
         ZooKeeperProxy proxy = zk.proxy(zk.servers().get(1));
         CuratorFramework client = zk.newClient(proxy.connectString());
