@@ -130,23 +130,13 @@ class QueueFaultTest {
 
     @Test
     void aTimedDrainThatHasTakenItemsEndsWithThemWhenTheConnectionDrops() throws Exception {
-        drainWhoseConnectionDropsAsItsFirstRoundEnds("drain-timed-drop", 150);
-    }
-
-    @Test
-    void aTimedDrainThatTookEveryItemItKnewEndsWithThemWhenTheConnectionDrops() throws Exception {
-        // Its next step would be a read for items put since: not waited for without the connection either.
-        drainWhoseConnectionDropsAsItsFirstRoundEnds("drain-timed-drop-all", 100);
-    }
-
-    /** A timed drain of {@code count} items whose connection drops, for good, as its first round of 100 ends. */
-    private void drainWhoseConnectionDropsAsItsFirstRoundEnds(String name, int count) throws Exception {
-        String path = ZooKeeperFixture.uniquePath(name);
+        String path = ZooKeeperFixture.uniquePath("drain-timed-drop");
         ZooKeeperProxy proxy = firstServersProxy();
         CuratorFramework client = zk.newOutageProofClient(proxy);
         CuratorFramework admin = zk.newClient();
-        List<String> items = putNumbered(admin, path, count);
+        List<String> items = putNumbered(admin, path, 150);
         DistributedQueue<String> consumer = queue(client, path);
+        // The connection drops as the first round's last item reaches the sink, and stays down.
         List<String> sink = new ArrayList<>() {
             @Override
             public boolean add(String item) {
@@ -165,8 +155,40 @@ class QueueFaultTest {
         assertEquals(items.subList(0, 100), sink);
         reconnect(proxy, client);
         List<String> rest = new ArrayList<>();
-        assertEquals(count - 100, consumer.drainTo(rest, 150));
-        assertEquals(items.subList(100, count), rest);
+        assertEquals(50, consumer.drainTo(rest, 150, Duration.ofSeconds(10)));
+        assertEquals(items.subList(100, 150), rest);
+        closeAndAssertDrained(client, proxy, path);
+    }
+
+    @Test
+    void aTimedDrainWhoseReadForItemsPutSinceGoesUnansweredEndsWithWhatItTookOnceTheConnectionDrops() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("drain-timed-silent");
+        ZooKeeperProxy proxy = firstServersProxy();
+        // A short session: the client gives up on a connection that answers nothing after two thirds of it.
+        CuratorFramework client = zk.newCustomClient(
+                b -> b.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(1_000, 100)));
+        List<String> items = putNumbered(zk.newClient(), path, 20);
+        DistributedQueue<String> consumer = queue(client, path);
+        assertEquals(items.get(0), consumer.poll()); // the drain below starts from the names this read listed
+        // The server falls silent as the last of those names reaches the sink, and stays so.
+        List<String> sink = new ArrayList<>() {
+            @Override
+            public boolean add(String item) {
+                if (size() == 18) {
+                    proxy.refuseConnections(true);
+                    proxy.loseReplies(true);
+                }
+                return super.add(item);
+            }
+        };
+        CompletableFuture<Integer> drained = Background.call(() -> consumer.drainTo(sink, 150, Duration.ofMinutes(5)));
+
+        // Its read for items put since goes unanswered: it ends with what it took as soon as the client gives up on
+        // the connection, not once the connection is back.
+        await().atMost(Duration.ofSeconds(30)).until(drained::isDone);
+        assertEquals(19, drained.get());
+        assertEquals(items.subList(1, 20), sink);
+        reconnect(proxy, client);
         closeAndAssertDrained(client, proxy, path);
     }
 
