@@ -137,16 +137,10 @@ class QueueFaultTest {
         List<String> items = putNumbered(admin, path, 150);
         DistributedQueue<String> consumer = queue(client, path);
         // The connection drops as the first round's last item reaches the sink, and stays down.
-        List<String> sink = new ArrayList<>() {
-            @Override
-            public boolean add(String item) {
-                if (size() == 99) {
-                    proxy.refuseConnections(true);
-                    proxy.cutConnections();
-                }
-                return super.add(item);
-            }
-        };
+        List<String> sink = sinkThatAtItem(100, () -> {
+            proxy.refuseConnections(true);
+            proxy.cutConnections();
+        });
         CompletableFuture<Integer> drained = Background.call(() -> consumer.drainTo(sink, 150, Duration.ofMinutes(5)));
 
         // It moves what it took without waiting for the connection, which the rest would need.
@@ -171,16 +165,10 @@ class QueueFaultTest {
         DistributedQueue<String> consumer = queue(client, path);
         assertEquals(items.get(0), consumer.poll()); // the drain below starts from the names this read listed
         // The server falls silent as the last of those names reaches the sink, and stays so.
-        List<String> sink = new ArrayList<>() {
-            @Override
-            public boolean add(String item) {
-                if (size() == 18) {
-                    proxy.refuseConnections(true);
-                    proxy.loseReplies(true);
-                }
-                return super.add(item);
-            }
-        };
+        List<String> sink = sinkThatAtItem(19, () -> {
+            proxy.refuseConnections(true);
+            proxy.loseReplies(true);
+        });
         CompletableFuture<Integer> drained = Background.call(() -> consumer.drainTo(sink, 150, Duration.ofMinutes(5)));
 
         // Its read for items put since goes unanswered: it ends with what it took as soon as the client gives up on
@@ -472,6 +460,19 @@ class QueueFaultTest {
     /** A proxy in front of the ensemble's first server, for the client of a test to be cut off through. */
     private static ZooKeeperProxy firstServersProxy() throws IOException {
         return zk.ensemble().proxy(zk.ensemble().servers().get(0));
+    }
+
+    /** A drain's sink that runs {@code fault} as the {@code nth} item reaches it, before it takes that item. */
+    private static List<String> sinkThatAtItem(int nth, Runnable fault) {
+        return new ArrayList<>() {
+            @Override
+            public boolean add(String item) {
+                if (size() == nth - 1) {
+                    fault.run();
+                }
+                return super.add(item);
+            }
+        };
     }
 
     /** Closes the client and its proxy, then checks that the queue was drained and nothing of it leaked. */
