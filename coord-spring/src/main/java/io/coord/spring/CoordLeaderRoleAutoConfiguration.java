@@ -6,6 +6,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
+import org.springframework.context.annotation.Lazy;
 import org.springframework.core.env.Environment;
 
 /**
@@ -20,6 +21,7 @@ public class CoordLeaderRoleAutoConfiguration {
     private static final String ROLE = "coord.leader.role";
 
     @Bean
+    @Lazy(false) // nothing asks for it, so under lazy initialization it would never be made, nor fail
     @ConditionalOnMissingBean(CuratorFramework.class)
     public Object coordLeaderRoleWithoutClient(Environment environment) {
         throw new IllegalStateException(ROLE + " is set (" + environment.getProperty(ROLE) + "), but there is no"
@@ -28,6 +30,7 @@ public class CoordLeaderRoleAutoConfiguration {
     }
 
     @Bean
+    @Lazy(false)
     @ConditionalOnMissingClass("org.springframework.integration.support.locks.LockRegistry")
     public Object coordLeaderRoleWithoutSpringIntegration(Environment environment) {
         throw new IllegalStateException(ROLE + " is set (" + environment.getProperty(ROLE) + "), but its leader"

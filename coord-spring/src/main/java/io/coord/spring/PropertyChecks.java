@@ -2,6 +2,8 @@ package io.coord.spring;
 
 import io.coord.core.internal.Arguments;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
 import org.apache.zookeeper.common.PathUtils;
 
 /**
@@ -63,7 +65,9 @@ final class PropertyChecks {
 
     /**
      * ZooKeeper's form, {@code host[:port][,host[:port]...][/chroot]}, checked here because Curator only parses it on
-     * its background thread, where a bad port is logged and the client never connects.
+     * its background thread, where a bad port is logged and the client never connects. What ZooKeeper's own parser
+     * accepts passes: entries are trimmed and empty ones skipped, a port follows the last colon (so an IPv6 address
+     * may go without brackets), and a missing port is 2181.
      */
     private static void connectString(String value) {
         String property = "coord.zookeeper.connect-string";
@@ -80,12 +84,16 @@ final class PropertyChecks {
                         e);
             }
         }
-        if (hosts.isBlank()) {
+        List<String> entries = Arrays.stream(hosts.split(","))
+                .map(String::trim)
+                .filter(entry -> !entry.isEmpty())
+                .toList();
+        if (entries.isEmpty()) {
             throw new IllegalArgumentException(
                     property + ": '" + value + "' names no server; give host:port[,host:port...]");
         }
-        for (String entry : hosts.split(",", -1)) {
-            server(property, value, entry.trim());
+        for (String entry : entries) {
+            server(property, value, entry);
         }
     }
 
@@ -102,7 +110,7 @@ final class PropertyChecks {
             host = entry.substring(1, close);
             port = rest.isEmpty() ? null : rest.substring(1);
         } else {
-            int colon = entry.indexOf(':');
+            int colon = entry.lastIndexOf(':');
             host = colon < 0 ? entry : entry.substring(0, colon);
             port = colon < 0 ? null : entry.substring(colon + 1);
         }
@@ -110,7 +118,7 @@ final class PropertyChecks {
             throw new IllegalArgumentException(property + ": '" + value + "' has a server without a host: '" + entry
                     + "'; give host:port[,host:port...]");
         }
-        if (port != null && !validPort(port)) {
+        if (port != null && !port.isEmpty() && !validPort(port)) {
             throw new IllegalArgumentException(
                     property + ": the port of '" + entry + "' in '" + value + "' is not a number from 1 to 65535");
         }

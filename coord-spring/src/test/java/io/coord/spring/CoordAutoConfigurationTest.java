@@ -15,6 +15,7 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.NoUniqueBeanDefinitionException;
+import org.springframework.boot.LazyInitializationBeanFactoryPostProcessor;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -87,6 +88,19 @@ class CoordAutoConfigurationTest {
     }
 
     @Test
+    void aConnectStringZooKeeperAcceptsIsAcceptedTooWithEmptyEntriesSpacesAndDefaultPorts() {
+        String sloppy = " " + zk.connectString().replace(",", " ,, ") + ",";
+        runner.withPropertyValues("coord.zookeeper.connect-string=" + sloppy).run(context -> {
+            assertThat(context).hasNotFailed();
+            context.getBean(CoordLockRegistry.class).executeLocked("job", () -> {});
+        });
+        // Checked only: the application's own client is the one used.
+        runner.withUserConfiguration(OwnClient.class)
+                .withPropertyValues("coord.zookeeper.connect-string=zk1:,fe80::1:2181,[::1],[::1]:2182/app")
+                .run(context -> assertThat(context).hasNotFailed());
+    }
+
+    @Test
     void theApplicationsOwnClientIsUsedAndItsOwnRegistryWins() {
         runner.withUserConfiguration(OwnClient.class)
                 .withPropertyValues("coord.zookeeper.connect-string=elsewhere:2181")
@@ -133,6 +147,19 @@ class CoordAutoConfigurationTest {
                         .isInstanceOf(IllegalStateException.class)
                         .hasMessage("coord.leader.role is set (billing), but there is no ZooKeeper client to elect it"
                                 + " on: set coord.zookeeper.connect-string, or define a CuratorFramework bean"));
+    }
+
+    @Test
+    void aLeaderRoleWithNoClientFailsTheContextEvenWhenEveryBeanIsLazy() {
+        runner.withPropertyValues("coord.leader.role=billing")
+                .withInitializer(context ->
+                        context.addBeanFactoryPostProcessor(new LazyInitializationBeanFactoryPostProcessor()))
+                .run(context -> assertThat(context)
+                        .hasFailed()
+                        .getFailure()
+                        .rootCause()
+                        .hasMessageStartingWith(
+                                "coord.leader.role is set (billing), but there is no ZooKeeper client"));
     }
 
     @Test
@@ -250,9 +277,12 @@ class CoordAutoConfigurationTest {
                         + " 1 to 65535",
                 "coord.zookeeper.connect-string=zk1:2181,zk2:65536");
         assertFailsWith(
-                "coord.zookeeper.connect-string: 'zk1:2181,,zk2:2181' has a server without a host: ''; give"
+                "coord.zookeeper.connect-string: 'zk1:2181,:2181' has a server without a host: ':2181'; give"
                         + " host:port[,host:port...]",
-                "coord.zookeeper.connect-string=zk1:2181,,zk2:2181");
+                "coord.zookeeper.connect-string=zk1:2181,:2181");
+        assertFailsWith(
+                "coord.zookeeper.connect-string: ', ,' names no server; give host:port[,host:port...]",
+                "coord.zookeeper.connect-string=, ,");
         assertFailsWith(
                 "coord.zookeeper.connect-string: '[::1:2181' in '[::1:2181' is not [address]:port",
                 "coord.zookeeper.connect-string=[::1:2181");
