@@ -160,7 +160,10 @@ final class LatchCandidacy {
             // thread makes them, so each is handed to the latch's queue, which reads the state the lease is in then.
             engine.onEveryState(lease, state -> events.execute(() -> termChanged(lease, lease.state())));
             // A term ends when its node goes, whoever deletes it. A term granted without the client's view has
-            // nothing that hears the deletion but a holder that opted in to revocation: opting in watches the node.
+            // nothing that hears the deletion but a holder that opted in to revocation: opting in watches the node,
+            // and its first read confirms a grant made on a queue pruned since it was read, where our node may be
+            // gone already. Leadership waits for that.
+            engine.whenConfirmed(lease, () -> events.execute(() -> termChanged(lease, lease.state())));
             lease.onRevocationRequested(() -> {}, Runnable::run);
             // The lease may have moved before the listener was added: start from its state now.
             termChanged(lease, lease.state());
@@ -180,9 +183,17 @@ final class LatchCandidacy {
                 return; // an earlier term, or the latch was closed
             }
             switch (state) {
-                case HELD -> moveTo(Phase.LEADING);
+                case HELD -> {
+                    if (engine.isConfirmed(lease)) {
+                        moveTo(Phase.LEADING);
+                    }
+                }
                 // Under the session policy the term leads on through SUSPECT: nothing fires unless it turns LOST.
-                case SUSPECT -> moveTo(policy == SuspensionPolicy.KEEPS_LEADERSHIP ? Phase.LEADING : Phase.SUSPENDED);
+                case SUSPECT -> {
+                    if (engine.isConfirmed(lease)) {
+                        moveTo(policy == SuspensionPolicy.KEEPS_LEADERSHIP ? Phase.LEADING : Phase.SUSPENDED);
+                    }
+                }
                 case LOST, RELEASED -> {
                     // The znode is gone or going: queue again with a new one, which can only get a later epoch.
                     term = null;

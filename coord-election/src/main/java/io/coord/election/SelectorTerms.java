@@ -243,13 +243,15 @@ final class SelectorTerms {
             // adds to its term can hold it back: it only interrupts.
             engine.onEveryState(lease, state -> termChanged(lease, state));
             // A term ends when its node goes, whoever deletes it (see LatchCandidacy.granted): opting in to
-            // revocation watches the node.
+            // revocation watches the node, and confirms a grant whose node may be gone; the task waits for that.
+            engine.whenConfirmed(lease, () -> {
+                try {
+                    runner.execute(() -> runTerm(lease));
+                } catch (RejectedExecutionException e) {
+                    endTerm(lease); // closed between the grant and now
+                }
+            });
             lease.onRevocationRequested(() -> {}, Runnable::run);
-            try {
-                runner.execute(() -> runTerm(lease));
-            } catch (RejectedExecutionException e) {
-                endTerm(lease); // closed between the grant and now
-            }
         };
     }
 

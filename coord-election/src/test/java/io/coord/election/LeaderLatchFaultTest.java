@@ -108,6 +108,40 @@ class LeaderLatchFaultTest {
     }
 
     @Test
+    void aCandidateWhoseWaitingNodeSomebodyElseDeletesNeverLeadsOnItAndQueuesAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("deleted-waiter");
+        LeaderLatch first = new LeaderLatch(zk.newClient(), path, "first");
+        LeaderLatch second = new LeaderLatch(zk.newClient(), path, "second");
+        LeaderLatch third = new LeaderLatch(zk.newClient(), path, "third");
+        TermRecorder secondTerms = new TermRecorder();
+        second.addListener(secondTerms, Runnable::run);
+        first.start();
+        assertTrue(first.await(Duration.ofSeconds(10)));
+        second.start(); // the first term of its client on the path: it waits on a watch of the node before it
+        await().until(() -> first.participants().size() == 2);
+        third.start();
+        await().until(() -> first.participants().size() == 3);
+
+        // By hand: nothing tells the second candidate, whose watch is on the first's node.
+        Participant deleted = first.participants().get(1);
+        assertEquals("second", deleted.id());
+        zk.newClient().delete().forPath(path + "/" + deleted.nodeName());
+        await().until(() -> first.participants().size() == 2);
+        first.close();
+
+        assertTrue(third.await(Duration.ofSeconds(10)));
+        // The second learns that its node is gone rather than lead on it, and queues again behind the third.
+        await().until(() -> third.participants().size() == 2
+                && third.participants().get(1).id().equals("second"));
+        assertEquals(List.of(), secondTerms.events, "the second never led");
+        assertFalse(second.hasLeadership());
+        third.close();
+        assertTrue(second.await(Duration.ofSeconds(10)));
+        second.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void droppedConnectionSuspendsLeadershipAndReconnectRestoresTheSameTerm() throws Exception {
         String path = ZooKeeperFixture.uniquePath("suspect");
         LeaderLatch latch = new LeaderLatch(zk.newOutageProofClient(), path, "only");

@@ -357,6 +357,48 @@ class LeaderSelectorTest {
     }
 
     @Test
+    void aSelectorWhoseWaitingNodeSomebodyElseDeletesNeverRunsItsTaskOnIt() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("deleted-waiter");
+        CountDownLatch firstLeads = new CountDownLatch(1);
+        CountDownLatch firstMayReturn = new CountDownLatch(1);
+        LeaderSelector first = new LeaderSelector(zk.newClient(), path, "first", term -> {
+            firstLeads.countDown();
+            firstMayReturn.await();
+        });
+        AtomicInteger secondTerms = new AtomicInteger();
+        LeaderSelector second =
+                new LeaderSelector(zk.newClient(), path, "second", term -> secondTerms.incrementAndGet());
+        CountDownLatch thirdLeads = new CountDownLatch(1);
+        LeaderSelector third = new LeaderSelector(zk.newClient(), path, "third", term -> {
+            thirdLeads.countDown();
+            leadUntilInterrupted(term);
+        });
+        first.start();
+        assertTrue(firstLeads.await(10, TimeUnit.SECONDS));
+        second.start(); // the first term of its client on the path: it waits on a watch of the node before it
+        await().until(() -> first.participants().size() == 2);
+        third.start();
+        await().until(() -> first.participants().size() == 3);
+
+        // By hand: nothing tells the second selector, whose watch is on the first's node.
+        Participant deleted = first.participants().get(1);
+        assertEquals("second", deleted.id());
+        zk.newClient().delete().forPath(path + "/" + deleted.nodeName());
+        await().until(() -> first.participants().size() == 2);
+        firstMayReturn.countDown();
+
+        assertTrue(thirdLeads.await(10, TimeUnit.SECONDS));
+        // The second learns that its node is gone rather than run its task on it (it does not requeue by itself).
+        await().until(() -> third.participants().size() == 1);
+        assertEquals(0, secondTerms.get(), "the second's task never ran");
+        assertFalse(second.hasLeadership());
+        first.close();
+        second.close();
+        third.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aTaskThatClosesItsOwnTermIsInterruptedForTheNextLeaderMayStart() throws Exception {
         String path = ZooKeeperFixture.uniquePath("closed-by-task");
         CountDownLatch closedInterrupted = new CountDownLatch(1);

@@ -196,6 +196,9 @@ class ReadWriteMutexTest {
                         + " and would wait behind itself for the write lock; release the read lock first",
                 e.getMessage());
         assertThrows(IllegalStateException.class, () -> rw.writeLock().acquire(Duration.ZERO));
+        // Asked for asynchronously, it would be granted only after the read lock's release: a thread that waited for
+        // it would wait for ever.
+        assertThrows(IllegalStateException.class, () -> rw.writeLock().acquireAsync());
         // Through the Lock view, tryLock answers false, as ReentrantReadWriteLock's write lock does for a reader;
         // lock() throws rather than wait behind itself for ever.
         Lock write = rw.writeLock().asLock();

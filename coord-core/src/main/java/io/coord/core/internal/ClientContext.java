@@ -71,6 +71,8 @@ public final class ClientContext {
     private final Set<String> withdrawnIds = ConcurrentHashMap.newKeySet();
     // The names of our znodes whose delete is sent and not yet answered for good, by parent (see #isLeaving).
     private final Map<String, Set<String>> deleting = new ConcurrentHashMap<>();
+    // Full paths among them of leases that ended without their holder letting go (see deleteLost).
+    private final Set<String> lostNodes = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean closeNoticed = new AtomicBoolean();
     // Guarded by stateLock: what connected() hands out until the next connection.
     private CompletableFuture<Void> nextConnection;
@@ -691,6 +693,17 @@ public final class ClientContext {
     }
 
     /**
+     * Deletes a node of a lease that ended without its holder letting go: lost with its session, or found gone or
+     * another session's. Its holder may not know yet, and a write it fences on this node commits while the node lives;
+     * so this client's contenders wait for the node to go, as everyone else's do, rather than leave it out of the queue
+     * as they do a released one (see {@link #isLeaving}). Only the wait for the delete's answer is longer.
+     */
+    void deleteLost(String path) {
+        lostNodes.add(path);
+        deleteGuaranteed(path);
+    }
+
+    /**
      * Sends every delete of ours not yet answered for good again, at once. Curator sends a request lost with its
      * connection again only after its retry policy's sleep, while what is sent on the new connection goes out at
      * once: a released node would hold up everyone else, and tell them a holder is still there, for that long.
@@ -702,6 +715,9 @@ public final class ClientContext {
 
     /** The delete of a znode of ours was answered for good: gone, or never to be deleted by us. */
     private void deleted(ZKPaths.PathAndNode parentAndName) {
+        if (!lostNodes.isEmpty()) {
+            lostNodes.remove(ZKPaths.makePath(parentAndName.getPath(), parentAndName.getNode()));
+        }
         deleting.computeIfPresent(parentAndName.getPath(), (parent, names) -> {
             names.remove(parentAndName.getNode());
             return names.isEmpty() ? null : names;
@@ -734,7 +750,8 @@ public final class ClientContext {
      * client hears of the new connection ({@link #resendDeletes}), while a request made meanwhile (by a listener of
      * the application that heard first) goes out at once: without this, a release during a connection blip could
      * refuse the same thread's next look, or hold up its next acquisition, behind its own released node. Others still
-     * see the node until it goes, which only makes them wait longer.
+     * see the node until it goes, which only makes them wait longer. A node of a lost lease is no such node (see
+     * {@link #deleteLost}).
      */
     boolean isLeaving(String parent, SequenceNode node) {
         if (!withdrawnIds.isEmpty()
@@ -742,7 +759,9 @@ public final class ClientContext {
             return true;
         }
         Set<String> names = deleting.isEmpty() ? null : deleting.get(parent);
-        return names != null && names.contains(node.name());
+        return names != null
+                && names.contains(node.name())
+                && (lostNodes.isEmpty() || !lostNodes.contains(ZKPaths.makePath(parent, node.name())));
     }
 
     /** Whether a node of this client under {@code parent} may be on its way out: only then is a queue searched. */
@@ -881,7 +900,7 @@ public final class ClientContext {
         }
         // If the expiry was only declared by the client, the old session may linger on the server for a whole session
         // timeout. Deleting its nodes, retried until the next connection carries it, lets the next holder in at once.
-        lost.forEach(l -> l.nodes().forEach(this::deleteGuaranteed));
+        lost.forEach(l -> l.nodes().forEach(this::deleteLost));
         if (event != null) { // late news changes nothing for them: they heard of the session that followed
             sessionListeners.forEach(l -> l.sessionChanged(event));
             views.values().forEach(v -> v.sessionChanged(event));
@@ -985,7 +1004,10 @@ public final class ClientContext {
                 return; // the connection moved on; the next RECONNECTED confirms again
             }
             switch (verdict) {
-                case OURS -> lease.moveTo(LeaseState.HELD);
+                case OURS -> {
+                    lease.nodeSeen();
+                    lease.moveTo(LeaseState.HELD);
+                }
                 case GONE -> lost = lease.moveTo(LeaseState.LOST);
                 case ASK_AGAIN -> {}
             }
@@ -994,7 +1016,7 @@ public final class ClientContext {
         }
         if (lost) {
             // What is left of it would hold its place (a semaphore's other permits) for as long as the session lives.
-            lease.nodes().forEach(this::deleteGuaranteed);
+            lease.nodes().forEach(this::deleteLost);
         } else if (verdict == NodeCheck.ASK_AGAIN) {
             whenConnected(() -> confirmAll(List.of(lease), epoch));
         }

@@ -396,10 +396,31 @@ public final class LeaseEngine {
      * @throws IllegalArgumentException if this engine did not grant the lease
      */
     public void onEveryState(Lease lease, Consumer<LeaseState> reaction) {
+        grantedHere(lease).react(reaction);
+    }
+
+    /**
+     * Whether {@code lease}'s node was seen as its session's at or after the grant, or the lease ended. Not so only
+     * after a predecessor-watch grant, whose queue cannot show that nobody deleted our node meanwhile; an election
+     * leads only once this is true.
+     */
+    public boolean isConfirmed(Lease lease) {
+        return grantedHere(lease).isConfirmed();
+    }
+
+    /**
+     * Runs {@code action} once {@link #isConfirmed} is true, at once if it is. For a grant that was not seen it takes a
+     * read of the node, which {@link Lease#onRevocationRequested} sends: call that too.
+     */
+    public void whenConfirmed(Lease lease, Runnable action) {
+        grantedHere(lease).whenConfirmed(action);
+    }
+
+    private LeaseImpl grantedHere(Lease lease) {
         if (!(lease instanceof LeaseImpl granted) || granted.engine() != this) {
             throw new IllegalArgumentException("not a lease granted by the engine of " + path() + ": " + lease);
         }
-        granted.react(reaction);
+        return granted;
     }
 
     public List<Participant> participants() {

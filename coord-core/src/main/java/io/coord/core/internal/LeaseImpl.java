@@ -10,12 +10,15 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.apache.curator.framework.api.transaction.CuratorOp;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A lease on one or more znodes created together. Every state change goes through {@link #moveTo}, and listeners
  * hear the changes in the order they happened, never on the thread that made them.
  */
 final class LeaseImpl implements Lease {
+    private static final Logger log = LoggerFactory.getLogger(LeaseImpl.class);
     private final ClientContext context;
     private final LeaseEngine engine;
     private final long grantedAt = System.nanoTime();
@@ -26,6 +29,8 @@ final class LeaseImpl implements Lease {
     private final CompletableFuture<LeaseState> ended = new CompletableFuture<>();
     // Completes once the close that released the lease has sent its deletes.
     private final CompletableFuture<Void> releaseSent = new CompletableFuture<>();
+    // Completes once the lease's first node is seen as this session's at or after the grant (see #nodeSeen).
+    private final CompletableFuture<Void> seen = new CompletableFuture<>();
     private final SerialExecutor events = SerialExecutor.onCallbacks();
     // Whether the last move, under the lock, was to LOST for the end of the session: then it was no revocation.
     private volatile boolean sessionEnded;
@@ -189,10 +194,33 @@ final class LeaseImpl implements Lease {
         ended.whenComplete((state, error) -> action.run());
     }
 
+    /**
+     * The lease's first node was seen as this session's at or after the grant: by the view, by the read the grant was
+     * decided on, or by a read of the node since. A grant decided on a queue that the deletions heard since its read
+     * have pruned cannot show that our own node is still there, since nothing watches it: somebody may have deleted
+     * it. What must never act on such a node (a leader) waits for {@link #whenConfirmed}.
+     */
+    void nodeSeen() {
+        seen.complete(null);
+    }
+
+    /** Whether the node was seen (see {@link #nodeSeen}), or the lease ended, which settles the question too. */
+    boolean isConfirmed() {
+        return seen.isDone() || ended.isDone();
+    }
+
+    /**
+     * Runs {@code action} once the lease is confirmed (see {@link #isConfirmed}): on the thread that confirms it, or
+     * at once. Confirming a grant that was not seen takes a read of its node: {@link #onRevocationRequested} sends it.
+     */
+    void whenConfirmed(Runnable action) {
+        CompletableFuture.anyOf(seen, ended).whenComplete((any, error) -> action.run());
+    }
+
     /** Somebody else deleted a node of ours (a forced revocation): LOST, and the rest of a multi-node lease goes too. */
     void deletedElsewhere() {
         if (moveTo(LeaseState.LOST)) {
-            nodes.forEach(context::deleteGuaranteed);
+            nodes.forEach(context::deleteLost);
         }
     }
 
@@ -258,19 +286,36 @@ final class LeaseImpl implements Lease {
         } finally {
             lock.unlock();
         }
-        Observations.leaseMoved(this, previous, next);
-        reactions.forEach(r -> r.accept(next));
-        boolean last = next == LeaseState.LOST || next == LeaseState.RELEASED;
-        if (last) {
+        try {
+            Observations.leaseMoved(this, previous, next);
+            for (Consumer<LeaseState> reaction : reactions) {
+                try {
+                    reaction.accept(next);
+                } catch (RuntimeException e) {
+                    log.error("a reaction to {} entering {} failed", this, next, e);
+                }
+            }
+        } finally {
+            // Whatever failed above, an ended lease's nodes go and its end is told: a node left in place would hold
+            // up every waiter for as long as the session lives, and a second close() would wait for ever.
+            if (next == LeaseState.LOST || next == LeaseState.RELEASED) {
+                end(next, onCallersThread, beforeEnd);
+            }
+        }
+        return true;
+    }
+
+    private void end(LeaseState next, boolean onCallersThread, Runnable beforeEnd) {
+        try {
             context.forget(this);
             beforeEnd.run();
+        } finally {
             if (onCallersThread && listeners.isEmpty() && events.isIdle()) {
                 ended.complete(next);
             } else {
                 events.execute(() -> ended.complete(next)); // after every listener has been handed its states
             }
         }
-        return true;
     }
 
     /** The state as it is, without asking whether the client was closed meanwhile. */

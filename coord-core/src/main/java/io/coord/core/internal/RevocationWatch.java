@@ -184,6 +184,11 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
         Code rc = Code.get(event.getResultCode());
         switch (rc) {
             case OK -> {
+                if (event.getStat() == null || event.getStat().getEphemeralOwner() != lease.session()) {
+                    lease.deletedElsewhere(); // and made again by another session, as a reconnect's check would say
+                    return;
+                }
+                lease.nodeSeen();
                 if (Revocations.isRequest(event.getData(), event.getStat())) {
                     requested(event.getStat().getVersion());
                 }

@@ -26,6 +26,7 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
     private SharedPath.Listing earlyRead; // a read that answered before our create did
     private int lastQueueSize;
     private long parentCzxid; // which path of this name the snapshot was read from
+    private boolean ownNodeRead; // the snapshot's last read showed our node, and nothing was pruned since
     private boolean stopped;
     // Nodes whose shared watch we wait on. One we no longer need is unsubscribed locally, never removed on the
     // server: ZooKeeper answers the removal of one watcher with a check only, keeping its side of the watch until the
@@ -113,6 +114,7 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
             view.countedOthers(nodes.length - own.names().size(), todo);
         }
         snapshot.take(nodes, index);
+        ownNodeRead = true;
         parentCzxid = listing.parentCzxid();
         // Copies of our create that Curator replayed after a lost reply sit before us, under our own id.
         for (SequenceNode node : snapshot.before()) {
@@ -166,7 +168,11 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
 
     @Override
     public void granted(LeaseImpl lease, List<String> names, List<Runnable> todo) {
-        // The lease learns of its fate from the session alone.
+        // The lease learns of its fate from the session alone. Granted on a queue pruned since it was read, it cannot
+        // tell whether somebody deleted our node meanwhile.
+        if (ownNodeRead) {
+            lease.nodeSeen();
+        }
     }
 
     @Override
@@ -201,6 +207,7 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
                 case NONODE -> {
                     unwatch(node.name());
                     snapshot.prune(node);
+                    ownNodeRead = false;
                     // One gone node is a race with its owner; a second means the snapshot is stale, and one read
                     // is cheaper than walking it a node at a time.
                     if (snapshot.foundStale()) {
@@ -231,6 +238,7 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
             unwatch(name); // the shared watch is spent; a re-watch subscribes anew
             if (event.getType() == EventType.NodeDeleted) {
                 SequenceNode.parse(name).ifPresent(snapshot::prune);
+                ownNodeRead = false;
             }
             if (attempt.phase() == Attempt.Phase.WAITING) {
                 evaluate(todo, event.getType() == EventType.NodeDeleted); // re-watches after any other change

@@ -149,6 +149,7 @@ public final class ThreadBoundLock implements DistributedLock {
     /** The lease counts as this lock's before the caller hears of it, even in a callback it chained on. */
     @Override
     public CompletableFuture<Lease> acquireAsync() {
+        refuseUpgrade();
         return engine.acquireAsync(this::track);
     }
 
@@ -220,16 +221,24 @@ public final class ThreadBoundLock implements DistributedLock {
             me.ended = me.lease;
             me.lease = null;
         }
-        if (wouldWaitBehindItself()) {
-            throw new IllegalStateException("the current thread holds the read lock on " + engine.path()
-                    + " and would wait behind itself for the write lock; release the read lock first");
-        }
+        refuseUpgrade();
         Holder write = writePartner == null ? null : writePartner.liveHold();
         if (write != null) {
             hold(write.lease); // downgrade: share the write lock's node
             return true;
         }
         return false;
+    }
+
+    /**
+     * Refuses the write lock to a thread that holds only its read lock, whichever way it asks: behind its own read node
+     * it would wait for ever, and an asynchronous acquisition it then waited for would too.
+     */
+    private void refuseUpgrade() {
+        if (wouldWaitBehindItself()) {
+            throw new IllegalStateException("the current thread holds the read lock on " + engine.path()
+                    + " and would wait behind itself for the write lock; release the read lock first");
+        }
     }
 
     /**

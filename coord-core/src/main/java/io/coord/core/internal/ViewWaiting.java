@@ -111,7 +111,9 @@ final class ViewWaiting implements Waiting, PathView.Member, PathView.NodeListen
 
     @Override
     public void granted(LeaseImpl lease, List<String> names, List<Runnable> todo) {
-        // The lease keeps the view, and hears from it if somebody else deletes its node: then it is LOST.
+        // The lease keeps the view, and hears from it if somebody else deletes its node: then it is LOST. The view
+        // holds every node it has not heard deleted, ours among them.
+        lease.nodeSeen();
         view.retain();
         PathView.NodeListener holder = node -> lease.deletedElsewhere();
         view.hold(names, holder);

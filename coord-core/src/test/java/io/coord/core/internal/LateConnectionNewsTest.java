@@ -2,21 +2,26 @@ package io.coord.core.internal;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.LeaseState;
+import io.coord.core.SequenceNode;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.lang.reflect.Field;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.Watcher;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -109,5 +114,60 @@ class LateConnectionNewsTest {
         assertEquals(1, engine.participants().size(), "its node is still there");
         lease.close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aNodeOfALostLeaseStaysInThisClientsQueuesUntilItsDeleteIsAnswered() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("lost-node");
+        CuratorFramework client = zk.newClient();
+        ClientContext context = ClientContext.of(client);
+        Lease lease = mutexEngine(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
+        SequenceNode node =
+                SequenceNode.parse(ZKPaths.getNodeFromPath(lease.path())).orElseThrow();
+
+        // ZooKeeper's event thread is kept busy, so that no answer reaches the client meanwhile.
+        CountDownLatch busy = new CountDownLatch(1);
+        CountDownLatch free = new CountDownLatch(1);
+        String blocker = path + "-blocker";
+        client.create().forPath(blocker);
+        client.getData()
+                .usingWatcher((Watcher) event -> {
+                    busy.countDown();
+                    awaitUninterruptibly(free);
+                })
+                .forPath(blocker);
+        zk.newClient().setData().forPath(blocker, new byte[1]);
+        assertTrue(busy.await(10, TimeUnit.SECONDS));
+        try {
+            // The client gives the session up, as Curator does once cut off for a session timeout, while the server
+            // may keep it, and the node, a while longer: its holder may still fence writes on it.
+            context.stateChanged(client, ConnectionState.SUSPENDED);
+            context.stateChanged(client, ConnectionState.LOST);
+            assertEquals(LeaseState.LOST, lease.state());
+            assertFalse(
+                    context.isLeaving(path, node),
+                    "the client's own contenders wait for the lost lease's node to go, as everyone else's do");
+        } finally {
+            free.countDown();
+        }
+        await().until(() -> client.checkExists().forPath(lease.path()) == null);
+        client.delete().forPath(blocker);
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    private static void awaitUninterruptibly(CountDownLatch latch) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                latch.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 }
