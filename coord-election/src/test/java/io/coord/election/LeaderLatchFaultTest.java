@@ -13,6 +13,7 @@ import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
+import io.coord.testkit.Acls;
 import io.coord.testkit.CapturedLog;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
@@ -136,6 +137,32 @@ class LeaderLatchFaultTest {
         assertEquals(List.of(), secondTerms.events, "the second never led");
         assertFalse(second.hasLeadership());
         third.close();
+        assertTrue(second.await(Duration.ofSeconds(10)));
+        second.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aCandidateWhoseNodesItMayNotReadStillLeadsWhenItsTurnComes() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("unreadable");
+        // The second's node gets every permission but READ: its create and delete work, a read of it does not. (A
+        // candidate waits on a watch of the node before its own, so that one must be readable.)
+        List<ACL> unreadable = List.of(new ACL(ZooDefs.Perms.ALL & ~ZooDefs.Perms.READ, new Id("world", "anyone")));
+        List<ACL> open = List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone")));
+        LeaderLatch first = new LeaderLatch(zk.newClient(), path, "first");
+        LeaderLatch second = new LeaderLatch(
+                zk.newCustomClient(b -> b.aclProvider(Acls.byPath(p -> p.contains("-latch-"), unreadable, open))),
+                path,
+                "second");
+        first.start();
+        assertTrue(first.await(Duration.ofSeconds(10)));
+        second.start();
+        CuratorFramework observer = zk.newClient();
+        await().until(() -> observer.getChildren().forPath(path).size() == 2);
+
+        first.close();
+
+        // Granted when the node before it went; no read of its own node can confirm it, but NOAUTH says it is there.
         assertTrue(second.await(Duration.ofSeconds(10)));
         second.close();
         zk.assertNoLeaks(path);

@@ -368,6 +368,7 @@ class LeaderSelectorTest {
         AtomicInteger secondTerms = new AtomicInteger();
         LeaderSelector second =
                 new LeaderSelector(zk.newClient(), path, "second", term -> secondTerms.incrementAndGet());
+        second.autoRequeue(); // so that its term's end shows: it queues again
         CountDownLatch thirdLeads = new CountDownLatch(1);
         LeaderSelector third = new LeaderSelector(zk.newClient(), path, "third", term -> {
             thirdLeads.countDown();
@@ -388,8 +389,9 @@ class LeaderSelectorTest {
         firstMayReturn.countDown();
 
         assertTrue(thirdLeads.await(10, TimeUnit.SECONDS));
-        // The second learns that its node is gone rather than run its task on it (it does not requeue by itself).
-        await().until(() -> third.participants().size() == 1);
+        // The second learns that its node is gone rather than run its task on it, and queues again behind the third.
+        await().until(() -> third.participants().size() == 2
+                && third.participants().get(1).id().equals("second"));
         assertEquals(0, secondTerms.get(), "the second's task never ran");
         assertFalse(second.hasLeadership());
         first.close();

@@ -103,7 +103,7 @@ final class PropertyChecks {
         if (entry.startsWith("[")) { // [IPv6]:port
             int close = entry.indexOf(']');
             String rest = close < 0 ? null : entry.substring(close + 1);
-            if (rest == null || !(rest.isEmpty() || rest.startsWith(":"))) {
+            if (rest == null || !(rest.isEmpty() || (rest.startsWith(":") && rest.length() > 1))) {
                 throw new IllegalArgumentException(
                         property + ": '" + entry + "' in '" + value + "' is not [address]:port");
             }

@@ -287,6 +287,9 @@ class CoordAutoConfigurationTest {
                 "coord.zookeeper.connect-string: '[::1:2181' in '[::1:2181' is not [address]:port",
                 "coord.zookeeper.connect-string=[::1:2181");
         assertFailsWith(
+                "coord.zookeeper.connect-string: '[::1]:' in 'zk1:2181,[::1]:' is not [address]:port",
+                "coord.zookeeper.connect-string=zk1:2181,[::1]:");
+        assertFailsWith(
                 "coord.zookeeper.connect-string: chroot '/app/' of 'zk1:2181/app/' is not a valid path: Path must not"
                         + " end with / character",
                 "coord.zookeeper.connect-string=zk1:2181/app/");

@@ -867,8 +867,8 @@ public final class ClientContext {
                         // A session never comes back: a lease of an older one is lost, even if no LOST told of it
                         // (Curator tells of no second loss while it still reports the first).
                         long now = session;
-                        lost = leases.stream().filter(l -> l.session() != now).toList();
-                        lost.forEach(LeaseImpl::lostWithSession);
+                        lost = lostWithSession(
+                                leases.stream().filter(l -> l.session() != now).toList());
                     }
                     // Not state(): a close noticed there would fail attempts under this lock, which grants take
                     // after their own.
@@ -886,10 +886,9 @@ public final class ClientContext {
                     // unless this is late news, and the session we track goes on.
                     long current = sessionId();
                     connected &= lateLoss;
-                    lost = leases.stream()
+                    lost = lostWithSession(leases.stream()
                             .filter(l -> l.session() != current || (l.session() == tracked && !lateLoss))
-                            .toList();
-                    lost.forEach(LeaseImpl::lostWithSession);
+                            .toList());
                 }
             }
         } finally {
@@ -938,6 +937,17 @@ public final class ClientContext {
                 return SessionEvent.SUSPENDED;
             }
         }
+    }
+
+    /** Moves each lease to LOST with its session; returns those that moved (not one a close released meanwhile). */
+    private static List<LeaseImpl> lostWithSession(List<LeaseImpl> leases) {
+        List<LeaseImpl> moved = new ArrayList<>(leases.size());
+        for (LeaseImpl lease : leases) {
+            if (lease.lostWithSession()) {
+                moved.add(lease);
+            }
+        }
+        return moved;
     }
 
     /**
@@ -998,21 +1008,26 @@ public final class ClientContext {
 
     private void confirmed(LeaseImpl lease, long epoch, NodeCheck verdict) {
         boolean lost = false;
+        boolean current;
         stateLock.lock();
         try {
-            if (epoch != connectionEpoch) {
-                return; // the connection moved on; the next RECONNECTED confirms again
-            }
-            switch (verdict) {
-                case OURS -> {
-                    lease.nodeSeen();
-                    lease.moveTo(LeaseState.HELD);
+            // The connection moved on if the epoch did; the next RECONNECTED confirms again.
+            current = epoch == connectionEpoch;
+            if (current) {
+                switch (verdict) {
+                    case OURS -> lease.moveTo(LeaseState.HELD);
+                    case GONE -> lost = lease.moveTo(LeaseState.LOST);
+                    case ASK_AGAIN -> {}
                 }
-                case GONE -> lost = lease.moveTo(LeaseState.LOST);
-                case ASK_AGAIN -> {}
             }
         } finally {
             stateLock.unlock();
+        }
+        if (verdict == NodeCheck.OURS) {
+            lease.nodeSeen(); // after the move, and outside the lock: what waits for it runs here, and reads the state
+        }
+        if (!current) {
+            return;
         }
         if (lost) {
             // What is left of it would hold its place (a semaphore's other permits) for as long as the session lives.

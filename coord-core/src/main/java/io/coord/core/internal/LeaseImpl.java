@@ -251,8 +251,8 @@ final class LeaseImpl implements Lease {
      * LOST because its session ended or its client was closed, whatever session the handle reports by the time the
      * news is heard (Curator may have replaced the handle already, or not yet): not a revocation.
      */
-    void lostWithSession() {
-        moveTo(LeaseState.LOST, false, () -> {}, true);
+    boolean lostWithSession() {
+        return moveTo(LeaseState.LOST, false, () -> {}, true);
     }
 
     /** Whether it was lost with its session (see {@link #lostWithSession}), for observers telling why it ended. */

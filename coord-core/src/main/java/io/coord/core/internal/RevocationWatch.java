@@ -194,6 +194,9 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
                 }
             }
             case NONODE -> lease.deletedElsewhere();
+            // The node exists (the server answers NONODE before it checks the ACL), under an ACL that keeps even its
+            // owner from reading it: seen, but no request can be read.
+            case NOAUTH -> lease.nodeSeen();
             default -> {
                 // In doubt: a watch that was not set is set when connected again. The view reads anew by itself,
                 // and this watch reads with it.

@@ -133,7 +133,11 @@ class LateConnectionNewsTest {
         client.getData()
                 .usingWatcher((Watcher) event -> {
                     busy.countDown();
-                    awaitUninterruptibly(free);
+                    try {
+                        free.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
                 })
                 .forPath(blocker);
         zk.newClient().setData().forPath(blocker, new byte[1]);
@@ -154,20 +158,5 @@ class LateConnectionNewsTest {
         client.delete().forPath(blocker);
         client.close();
         zk.assertNoLeaks(path);
-    }
-
-    private static void awaitUninterruptibly(CountDownLatch latch) {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                latch.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
     }
 }
