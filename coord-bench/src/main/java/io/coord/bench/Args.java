@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -63,8 +64,12 @@ public record Args(
         boolean quick = false;
         Set<String> only = Set.of();
         Path jfr = null;
+        Set<String> given = new HashSet<>();
         for (int i = 0; i < argv.length; i++) {
             String arg = argv[i];
+            if (arg.startsWith("--") && !given.add(arg)) {
+                throw new UsageException(arg + " given twice");
+            }
             switch (arg) {
                 case "--help", "-h", "help" -> command = Command.HELP;
                 case "--quick" -> quick = true;
@@ -118,12 +123,15 @@ public record Args(
             case "ms" -> BigDecimal.valueOf(1_000_000);
             default -> BigDecimal.valueOf(1_000_000_000);
         };
-        Duration d = Duration.ofNanos(amount.multiply(nanosPerUnit).longValue());
-        if (d.isZero() || d.compareTo(MAX_RTT) > 0) {
+        BigDecimal nanos = amount.multiply(nanosPerUnit);
+        if (nanos.signum() <= 0 || nanos.compareTo(BigDecimal.valueOf(MAX_RTT.toNanos())) > 0) {
             throw new UsageException(
                     "bad duration '" + text + "': must be above 0 and at most " + MAX_RTT.toMillis() + "ms");
         }
-        return d;
+        if (nanos.stripTrailingZeros().scale() > 0) {
+            throw new UsageException("bad duration '" + text + "': not a whole number of nanoseconds");
+        }
+        return Duration.ofNanos(nanos.longValueExact());
     }
 
     /** Splits {@code host:port,host:port}; a chroot suffix is refused: the bench writes its own paths from the root. */

@@ -70,10 +70,33 @@ class ArgsTest {
 
     @Test
     void badDurationsAreRefusedWithTheValue() {
-        for (String bad : List.of("1", "ms", "1 ms", "-1ms", "0ms", "2s", "1h", "fast")) {
+        for (String bad : List.of(
+                "1",
+                "ms",
+                "1 ms",
+                "-1ms",
+                "0ms",
+                "2s",
+                "1h",
+                "fast",
+                "10000000000s",
+                "18446744073.709551617s",
+                "1.5ns")) {
             UsageException e = assertThrows(UsageException.class, () -> Args.parse("bench", "--rtt", bad), bad);
             assertTrue(e.getMessage().contains("'" + bad + "'"), e.getMessage());
         }
+    }
+
+    @Test
+    void anOptionGivenTwiceIsRefusedRatherThanTheFirstValueDropped() {
+        assertEquals(
+                "--only given twice",
+                assertThrows(UsageException.class, () -> Args.parse("bench", "--only", "1", "--only", "3"))
+                        .getMessage());
+        assertEquals(
+                "--rtt given twice",
+                assertThrows(UsageException.class, () -> Args.parse("bench", "--rtt", "1ms", "--rtt", "2ms"))
+                        .getMessage());
     }
 
     @Test
