@@ -149,6 +149,27 @@ final class ChaosRun {
                         + summary + "\n" + timeline.around(stall[0] + (stall[1] - stall[0]) / 2, length, 80));
     }
 
+    /** One client's turn after the faults: false if it was not granted within the timeout. */
+    @FunctionalInterface
+    interface Turn {
+        boolean take(Duration timeout) throws Exception;
+    }
+
+    /**
+     * Once the faults are over, every client is granted a turn within {@link #STALL_LIMIT}, one after another. During
+     * the run a waiter that a fault left stuck for good (its wake-up lost with a connection, say) only times out, and
+     * each later turn of its client queues afresh; this finds it.
+     */
+    void assertEveryClientIsGrantedAfterTheFaults(Map<String, Turn> turns, String summary) throws Exception {
+        for (Map.Entry<String, Turn> client : turns.entrySet()) {
+            long asked = System.nanoTime();
+            assertTrue(
+                    client.getValue().take(STALL_LIMIT),
+                    () -> client.getKey() + " was not granted within " + STALL_LIMIT + " once the faults were over: "
+                            + summary + "\n" + timeline.around(asked, length, 80));
+        }
+    }
+
     /** The seed and the faults injected, for failure messages. */
     String describe() {
         return "seed " + seed + ", " + chaos.kills() + " kills, " + chaos.serverExpiries()

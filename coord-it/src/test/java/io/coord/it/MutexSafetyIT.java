@@ -7,7 +7,9 @@ import io.coord.mutex.ReentrantMutex;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.TestReporter;
@@ -44,10 +46,18 @@ class MutexSafetyIT {
         ExclusionChecker checker = new ExclusionChecker(
                 timeline, Integer.MAX_VALUE, StaleHolders.Referee.readingThrough(cluster.newClient()));
         Turns turns = new Turns(checker, timeline, ACQUIRE_TIMEOUT);
+        Map<String, ChaosRun.Turn> afterFaults = new LinkedHashMap<>();
         for (int c = 0; c < CLIENTS; c++) {
             CuratorFramework client = run.newClient("client-" + c);
             // The threads of a client share one mutex: they contend like two processes.
             ReentrantMutex mutex = new ReentrantMutex(client, path, "client-" + c);
+            afterFaults.put("client-" + c, timeout -> {
+                boolean granted = mutex.acquire(timeout);
+                if (granted) {
+                    mutex.release();
+                }
+                return granted;
+            });
             for (int t = 0; t < THREADS_PER_CLIENT; t++) {
                 String name = "client-" + c + "/worker-" + t;
                 run.addWorker(name, deadline -> work(turns, name, client, mutex, deadline));
@@ -66,6 +76,7 @@ class MutexSafetyIT {
         assertTrue(run.chaos().kills() >= 1, "no server was killed: " + summary);
         assertTrue(run.chaos().serverExpiries() >= 1, "no session expired: " + summary);
         run.assertNoStall(checker, summary);
+        run.assertEveryClientIsGrantedAfterTheFaults(afterFaults, summary);
 
         // Idle clients first: every released or withdrawn node is gone and no watch is left behind.
         cluster.assertNoLeaks(run.clients().get(0), path);

@@ -8,7 +8,9 @@ import io.coord.rwlock.ReadWriteMutex;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
@@ -52,10 +54,18 @@ class ReadWriteSafetyIT {
         ExclusionChecker checker = new ExclusionChecker(
                 timeline, Integer.MAX_VALUE, StaleHolders.Referee.readingThrough(cluster.newClient()));
         Turns turns = new Turns(checker, timeline, ACQUIRE_TIMEOUT);
+        Map<String, ChaosRun.Turn> afterFaults = new LinkedHashMap<>();
         for (int c = 0; c < CLIENTS; c++) {
             CuratorFramework client = run.newClient("client-" + c);
             // The threads of a client share one lock: each thread holds its own turns, as another process would.
             ReadWriteMutex lock = new ReadWriteMutex(client, path, "client-" + c);
+            afterFaults.put("client-" + c, timeout -> {
+                boolean granted = lock.writeLock().acquire(timeout);
+                if (granted) {
+                    lock.writeLock().release();
+                }
+                return granted;
+            });
             for (int t = 0; t < THREADS_PER_CLIENT; t++) {
                 String name = "client-" + c + "/worker-" + t;
                 run.addWorker(name, deadline -> work(turns, name, client, lock, deadline));
@@ -76,6 +86,7 @@ class ReadWriteSafetyIT {
         assertTrue(run.chaos().kills() >= 1, "no server was killed: " + summary);
         assertTrue(run.chaos().serverExpiries() >= 1, "no session expired: " + summary);
         run.assertNoStall(checker, summary);
+        run.assertEveryClientIsGrantedAfterTheFaults(afterFaults, summary);
 
         // Idle clients first: every released or withdrawn node is gone and no watch is left behind.
         cluster.assertNoLeaks(run.clients().get(0), path);

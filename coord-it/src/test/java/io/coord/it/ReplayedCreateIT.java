@@ -60,6 +60,9 @@ class ReplayedCreateIT {
             await("the client behind the proxy reconnects")
                     .atMost(Duration.ofSeconds(15))
                     .until(() -> replayedClient.getZookeeperClient().isConnected());
+            // The replay happened, and its first node is gone: the client now queues behind the late one. (Without a
+            // replay the queue would stay as it was, and this test would show nothing.)
+            awaitQueue(holder, "holder", "early", "late", "replayed");
 
             holder.release();
             earlyGrant.get(GRANT_WAIT.toSeconds(), TimeUnit.SECONDS).close();

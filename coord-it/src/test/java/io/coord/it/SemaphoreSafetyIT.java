@@ -3,12 +3,16 @@ package io.coord.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.Lease;
 import io.coord.it.ExclusionChecker.Mode;
 import io.coord.semaphore.DistributedSemaphore;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
@@ -53,10 +57,16 @@ class SemaphoreSafetyIT {
         ExclusionChecker checker =
                 new ExclusionChecker(timeline, MAX_LEASES, StaleHolders.Referee.readingThrough(cluster.newClient()));
         Turns turns = new Turns(checker, timeline, ACQUIRE_TIMEOUT);
+        Map<String, ChaosRun.Turn> afterFaults = new LinkedHashMap<>();
         for (int c = 0; c < CLIENTS; c++) {
             CuratorFramework client = run.newClient("client-" + c);
             // The threads of a client share one semaphore: its leases are handles, owned by whoever got them.
             DistributedSemaphore semaphore = new DistributedSemaphore(client, path, MAX_LEASES);
+            afterFaults.put("client-" + c, timeout -> {
+                Optional<Lease> all = semaphore.tryAcquire(MAX_LEASES, timeout);
+                all.ifPresent(Lease::close);
+                return all.isPresent();
+            });
             for (int t = 0; t < THREADS_PER_CLIENT; t++) {
                 String name = "client-" + c + "/worker-" + t;
                 run.addWorker(name, deadline -> work(turns, name, client, semaphore, deadline));
@@ -82,6 +92,7 @@ class SemaphoreSafetyIT {
         assertTrue(run.chaos().kills() >= 1, "no server was killed: " + summary);
         assertTrue(run.chaos().serverExpiries() >= 1, "no session expired: " + summary);
         run.assertNoStall(checker, summary);
+        run.assertEveryClientIsGrantedAfterTheFaults(afterFaults, summary);
 
         // The path itself stays, a container holding the maxLeases record; no permit node may be left under it.
         cluster.assertNoLeaks(run.clients().get(0), path);

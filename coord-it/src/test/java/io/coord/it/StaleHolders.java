@@ -7,6 +7,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 
 /**
@@ -20,9 +22,23 @@ final class StaleHolders {
     interface Referee {
         boolean onServers(Holder holder) throws Exception;
 
-        /** Reads through {@code reader}, a client that no fault touches. */
+        /**
+         * Reads through {@code reader}, a client that no fault touches, behind a sync: its server may lag the leader,
+         * and one that has not applied a new holder's create yet would call that holder stale, excusing a real
+         * breach.
+         */
         static Referee readingThrough(CuratorFramework reader) {
-            return holder -> reader.checkExists().forPath(holder.lease().path()) != null;
+            return holder -> {
+                String path = holder.lease().path();
+                CountDownLatch synced = new CountDownLatch(1);
+                reader.sync()
+                        .inBackground((client, event) -> synced.countDown())
+                        .forPath(path);
+                if (!synced.await(LIMIT.toMillis(), TimeUnit.MILLISECONDS)) {
+                    return true; // no answer: count the holder, as if its znode were there
+                }
+                return reader.checkExists().forPath(path) != null;
+            };
         }
     }
 
