@@ -2,6 +2,7 @@ package io.coord.it;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.coord.core.DistributedLock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -153,6 +154,17 @@ final class ChaosRun {
     @FunctionalInterface
     interface Turn {
         boolean take(Duration timeout) throws Exception;
+
+        /** A turn of {@code lock}: acquired, and released at once. */
+        static Turn of(DistributedLock lock) {
+            return timeout -> {
+                boolean granted = lock.acquire(timeout);
+                if (granted) {
+                    lock.release();
+                }
+                return granted;
+            };
+        }
     }
 
     /**

@@ -51,13 +51,7 @@ class MutexSafetyIT {
             CuratorFramework client = run.newClient("client-" + c);
             // The threads of a client share one mutex: they contend like two processes.
             ReentrantMutex mutex = new ReentrantMutex(client, path, "client-" + c);
-            afterFaults.put("client-" + c, timeout -> {
-                boolean granted = mutex.acquire(timeout);
-                if (granted) {
-                    mutex.release();
-                }
-                return granted;
-            });
+            afterFaults.put("client-" + c, ChaosRun.Turn.of(mutex));
             for (int t = 0; t < THREADS_PER_CLIENT; t++) {
                 String name = "client-" + c + "/worker-" + t;
                 run.addWorker(name, deadline -> work(turns, name, client, mutex, deadline));

@@ -59,13 +59,7 @@ class ReadWriteSafetyIT {
             CuratorFramework client = run.newClient("client-" + c);
             // The threads of a client share one lock: each thread holds its own turns, as another process would.
             ReadWriteMutex lock = new ReadWriteMutex(client, path, "client-" + c);
-            afterFaults.put("client-" + c, timeout -> {
-                boolean granted = lock.writeLock().acquire(timeout);
-                if (granted) {
-                    lock.writeLock().release();
-                }
-                return granted;
-            });
+            afterFaults.put("client-" + c, ChaosRun.Turn.of(lock.writeLock()));
             for (int t = 0; t < THREADS_PER_CLIENT; t++) {
                 String name = "client-" + c + "/worker-" + t;
                 run.addWorker(name, deadline -> work(turns, name, client, lock, deadline));

@@ -1026,13 +1026,10 @@ public final class ClientContext {
         if (verdict == NodeCheck.OURS) {
             lease.nodeSeen(); // after the move, and outside the lock: what waits for it runs here, and reads the state
         }
-        if (!current) {
-            return;
-        }
         if (lost) {
             // What is left of it would hold its place (a semaphore's other permits) for as long as the session lives.
             lease.nodes().forEach(this::deleteLost);
-        } else if (verdict == NodeCheck.ASK_AGAIN) {
+        } else if (current && verdict == NodeCheck.ASK_AGAIN) {
             whenConnected(() -> confirmAll(List.of(lease), epoch));
         }
     }
