@@ -27,10 +27,10 @@ import java.util.stream.Collectors;
  * its lease is valid, checked at the instant any holder enters or leaves. Every check runs under one lock, so that
  * the checks form a single timeline.
  *
- * <p>Short turns rarely meet that window; a leader, who holds for long, meets it whenever the servers end its session.
- * With a {@link StaleHolders.Referee}, a breach is therefore judged once more against the servers: a holder whose znode
- * is already gone is stale, not counted, and must stop holding within {@link StaleHolders#LIMIT}. Without one, every
- * breach counts.
+ * <p>Short turns rarely meet that window; a leader, or a long hold (see {@link Turns}), meets it whenever the servers
+ * end its session. With a {@link StaleHolders.Referee}, a breach is therefore judged once more against the servers: a
+ * holder whose znode is already gone is stale, not counted, and must stop holding within {@link StaleHolders#LIMIT}.
+ * Without one, every breach counts.
  */
 final class ExclusionChecker {
     /** How a holder uses the resource: the permits it takes, and whether it shuts out everyone else. */
@@ -132,6 +132,26 @@ final class ExclusionChecker {
             check(me, "left", now);
             inside.remove(me);
             stale.left(me, now).ifPresent(what -> violations.add(new Violation(now, what)));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The holder acts on the resource: judged, as at an entry, against every valid holder inside. */
+    void act(Holder me) {
+        lock.lock();
+        try {
+            check(me, "acted", System.nanoTime());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether {@code holder}'s znode is gone from the servers; from then on it is stale (see {@link StaleHolders}). */
+    boolean isStale(Holder holder) {
+        lock.lock();
+        try {
+            return !stale.among(List.of(holder), System.nanoTime()).isEmpty();
         } finally {
             lock.unlock();
         }

@@ -62,7 +62,7 @@ class MutexSafetyIT {
         String summary = run.describe() + ", " + checker.entries() + " turns, " + checker.refusals()
                 + " refused for an invalid lease, " + checker.staleHolders() + " stale holders (longest "
                 + checker.longestStale().toMillis() + " ms), " + turns.timeouts() + " timeouts, " + turns.lostOnGrant()
-                + " holds lost as soon as granted";
+                + " holds lost as soon as granted, " + turns.describeLongHolds();
         report.publishEntry("run", summary);
         assertEquals(0, checker.violationCount(), () -> summary + checker.report());
         assertEquals(List.of(), turns.errors(), summary);

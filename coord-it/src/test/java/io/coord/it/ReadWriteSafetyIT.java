@@ -70,7 +70,7 @@ class ReadWriteSafetyIT {
         String summary = run.describe() + ", " + checker.describeEntries() + ", at most " + checker.peak(READ)
                 + " readers at once, " + checker.refusals() + " refused for an invalid lease, " + checker.staleHolders()
                 + " stale holders (longest " + checker.longestStale().toMillis() + " ms), " + turns.timeouts()
-                + " timeouts, " + turns.lostOnGrant() + " holds lost as soon as granted";
+                + " timeouts, " + turns.lostOnGrant() + " holds lost as soon as granted, " + turns.describeLongHolds();
         report.publishEntry("run", summary);
         assertEquals(0, checker.violationCount(), () -> summary + checker.report());
         assertEquals(List.of(), turns.errors(), summary);

@@ -82,7 +82,7 @@ class SemaphoreSafetyIT {
                 + checker.peakHolders() + " holders at once, " + checker.refusals() + " refused for an invalid lease, "
                 + checker.staleHolders() + " stale holders (longest "
                 + checker.longestStale().toMillis() + " ms), "
-                + turns.timeouts() + " timeouts";
+                + turns.timeouts() + " timeouts, " + turns.describeLongHolds();
         report.publishEntry("run", summary);
         assertEquals(0, checker.violationCount(), () -> summary + checker.report());
         assertEquals(List.of(), turns.errors(), summary);
