@@ -179,5 +179,14 @@ class MutexArgumentsTest {
         assertEquals("the client must be started before acquiring /locks/not-started", e.getMessage());
         IllegalStateException async = assertThrows(IllegalStateException.class, mutex::acquireAsync);
         assertEquals(e.getMessage(), async.getMessage());
+        Participant someone = new Participant("x", "_c_0f0e0d0c-0b0a-0908-0706-050403020100-lock-0000000007", 7);
+        assertEquals(
+                "the client must be started before requesting a revocation under /locks/not-started",
+                assertThrows(IllegalStateException.class, () -> mutex.requestRevocation(someone))
+                        .getMessage());
+        assertEquals(
+                "the client must be started before forcing a revocation under /locks/not-started",
+                assertThrows(IllegalStateException.class, () -> mutex.forceRevocation(someone))
+                        .getMessage());
     }
 }

@@ -56,12 +56,14 @@ public final class DistributedSemaphore {
 
     /** Times its deadlines with {@code ticker}, a nanosecond clock like {@link System#nanoTime()}. */
     DistributedSemaphore(CuratorFramework client, String path, int maxLeases, LongSupplier ticker) {
+        Arguments.client(client);
+        Arguments.path(path);
         if (maxLeases < 1) {
             throw new IllegalArgumentException("maxLeases must be >= 1: " + maxLeases);
         }
         byte[] id = Arguments.defaultParticipantId().getBytes(StandardCharsets.UTF_8);
         this.predicate = LeasePredicate.maxLeases(maxLeases);
-        this.record = new LimitRecord(Arguments.client(client), Arguments.path(path), maxLeases);
+        this.record = new LimitRecord(client, path, maxLeases);
         // Every attempt checks the record first. A create that finds the path missing has it made by a fresh check,
         // which records the limit, and never as a container without a record.
         this.engine = new LeaseEngine(client, path, PREFIX, predicate, id, ticker, "semaphore", record);

@@ -195,6 +195,12 @@ class DistributedSemaphoreTest {
                 "client must not be null",
                 assertThrows(NullPointerException.class, () -> new DistributedSemaphore(null, "/s", 1))
                         .getMessage());
+        // The client and the path are checked first, whatever else is wrong.
+        assertThrows(NullPointerException.class, () -> new DistributedSemaphore(null, "/s", 0));
+        assertEquals(
+                "path must not be null",
+                assertThrows(IllegalArgumentException.class, () -> new DistributedSemaphore(client, null, 0))
+                        .getMessage());
         assertTrue(assertThrows(IllegalArgumentException.class, () -> new DistributedSemaphore(client, "s/", 1))
                 .getMessage()
                 .startsWith("invalid ZooKeeper path \"s/\""));

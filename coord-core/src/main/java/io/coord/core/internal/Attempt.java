@@ -667,11 +667,12 @@ final class Attempt {
     }
 
     void failWith(Throwable cause, List<Runnable> todo) {
+        String what =
+                cause instanceof KeeperException ? "ZooKeeper refused a request for " : "the acquisition failed on ";
         failAs(
                 context.isClosed()
                         ? ClientContext.closedError(engine.path())
-                        : new CoordinationException(
-                                "ZooKeeper refused a request for " + engine.path() + ": " + cause, cause),
+                        : new CoordinationException(what + engine.path() + ": " + cause, cause),
                 todo);
     }
 

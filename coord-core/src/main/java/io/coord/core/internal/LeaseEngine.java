@@ -453,7 +453,7 @@ public final class LeaseEngine {
      */
     public void checkRevocable(Participant holder, boolean force) {
         SequenceNode node = Revocations.target(path, prefix, holder);
-        checkUsable();
+        checkUsable(force ? "forcing a revocation under" : "requesting a revocation under");
         BackgroundRequests.refuseOnEventThread(
                 force ? "forcing the revocation of" : "requesting the revocation of", node.name() + " under " + path);
     }
@@ -463,9 +463,13 @@ public final class LeaseEngine {
      * was never started, {@link io.coord.core.CoordinationException} if it is closed.
      */
     public void checkUsable() {
+        checkUsable("acquiring");
+    }
+
+    private void checkUsable(String doing) {
         CuratorFrameworkState state = client.getState();
         if (state == CuratorFrameworkState.LATENT) {
-            throw new IllegalStateException("the client must be started before acquiring " + path);
+            throw new IllegalStateException("the client must be started before " + doing + " " + path);
         }
         if (state == CuratorFrameworkState.STOPPED) {
             throw ClientContext.closedError(path);
