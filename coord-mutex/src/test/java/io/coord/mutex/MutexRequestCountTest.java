@@ -8,11 +8,14 @@ import io.coord.core.Lease;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.state.ConnectionState;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -25,6 +28,7 @@ class MutexRequestCountTest {
     private static final String DELETE = "DeleteBuilderImpl";
     private static final String READ = "GetChildrenBuilderImpl";
     private static final String ADD_WATCH = "AddWatchBuilderImpl";
+    private static final String SYNC = "SyncBuilderImpl";
 
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
@@ -261,6 +265,40 @@ class MutexRequestCountTest {
         await().until(() -> counter.count(path) >= waiters + 1);
         zk.assertNoLeaks(path);
         assertEquals(waiters + 1, counter.count(path), () -> counter.names(path).toString());
+    }
+
+    @Test
+    void aViewReadsAgainAfterAReconnectionBehindASync() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-reconnect");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newOutageProofClient(proxy);
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
+        client.create().creatingParentsIfNeeded().forPath(path); // so that parent creation is not counted
+        RequestCounter counter = new RequestCounter();
+        client.getZookeeperClient().setTracerDriver(counter);
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        primeView(mutex);
+        awaitReleased(counter, path);
+        Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        counter.reset();
+
+        CountDownLatch reconnected = ZooKeeperFixture.latchOn(client, ConnectionState.RECONNECTED);
+        proxy.cutConnections();
+        assertTrue(reconnected.await(30, TimeUnit.SECONDS));
+        // The view heard events that no reply has shown the handle: a server the client reconnects to may not have
+        // applied them yet, and a read there would take the view back. The sync makes the read wait for them.
+        // (The held lease is confirmed with a sync and an exists of its own node, which is not the view's.)
+        await().until(() -> counter.count(path, READ) == 1);
+        assertEquals(
+                List.of(SYNC + " " + path, READ + " " + path),
+                counter.names(path).stream()
+                        .filter(name -> name.endsWith(" " + path))
+                        .map(name -> name.replace("-Background", ""))
+                        .toList());
+
+        held.close();
+        client.close();
+        zk.assertNoLeaks(path);
     }
 
     /** Two cycles: the first counts the path, the second primes the client's view of it. */

@@ -36,7 +36,10 @@ import org.slf4j.LoggerFactory;
  *       only on that queue's thread, and no decision is ever taken on a synchronous reply.
  *   <li>Events during a disconnection are lost. From the moment the connection drops until a read sent on the new
  *       connection has answered, the view is not {@linkplain #isLive live} and nothing is decided on it. The read
- *       replaces the view; events apply idempotently.
+ *       replaces the view; events apply idempotently. A read after the view has heard events goes behind a sync: an
+ *       event does not move the handle's last seen zxid on, as a reply does, so the server of a new connection may
+ *       not have applied what the view already heard, and a read there would take the view back in time (to a leader
+ *       whose deletion an observer has already been told of).
  *   <li>Session expiry takes the watch along: on the next session it is added again and the path read again. An add
  *       the old session left unanswered is one Curator sends again on the new handle: the view waits for its answer
  *       rather than forget a watch that may land on the new session and outlive every user.
@@ -136,6 +139,7 @@ final class PathView {
     private boolean sessionEnded; // until the next session, where the watch is added again anyway
     private boolean live;
     private boolean reading;
+    private boolean heard; // live once: every later read goes behind a sync
     private boolean confirming;
     private Unusable unusable;
 
@@ -624,17 +628,28 @@ final class PathView {
     private void read(List<Runnable> todo) {
         reading = true;
         int gen = generation;
-        todo.add(() -> {
-            long sentOn = context.sessionId();
-            try {
-                context.client()
-                        .getChildren()
-                        .inBackground((c, e) -> readAnswered(gen, sentOn, e))
-                        .forPath(path);
-            } catch (Exception e) {
-                readAnswered(gen, sentOn, null);
-            }
-        });
+        todo.add(heard ? () -> syncThenRead(gen) : () -> sendRead(gen));
+    }
+
+    /** The read goes once the sync has answered, whatever it answered: a read that fails is sent again as any is. */
+    private void syncThenRead(int gen) {
+        try {
+            context.client().sync().inBackground((c, e) -> sendRead(gen)).forPath(path);
+        } catch (Exception e) {
+            sendRead(gen);
+        }
+    }
+
+    private void sendRead(int gen) {
+        long sentOn = context.sessionId();
+        try {
+            context.client()
+                    .getChildren()
+                    .inBackground((c, e) -> readAnswered(gen, sentOn, e))
+                    .forPath(path);
+        } catch (Exception e) {
+            readAnswered(gen, sentOn, null);
+        }
     }
 
     /** {@code sentOn} is the session the handle reported when the read was sent. */
@@ -680,6 +695,7 @@ final class PathView {
     }
 
     private void becomeLive(List<Runnable> todo) {
+        heard = true;
         herd.read(nodes);
         missedDeletions(todo);
         live = true;
