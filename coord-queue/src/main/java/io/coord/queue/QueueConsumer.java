@@ -556,7 +556,8 @@ final class QueueConsumer<T> {
             }
         } else {
             queue.items.putBack(name);
-            throw BackgroundRequests.failure("taking", queue.layout.item(name), code);
+            throw BackgroundRequests.failure(
+                    "taking", onClaim ? queue.layout.claim(name) : queue.layout.item(name), code);
         }
         return true;
     }

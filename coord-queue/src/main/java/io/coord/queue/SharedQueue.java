@@ -127,8 +127,8 @@ final class SharedQueue {
      * items parent, made again since the count (by hand: the queue never deletes it): what the count said is void.
      */
     void wrote(long lastSequence, long zxid) {
-        if (lastSequence == Integer.MAX_VALUE || lastSequence < 0) {
-            counterEnded = true;
+        if (lastSequence >= Integer.MAX_VALUE - 1 || lastSequence < 0) {
+            counterEnded = true; // the next item would be named at the end, as for a count
         }
         Known before = known.getAndUpdate(k -> {
             if (k == null || zxid <= k.zxid()) {

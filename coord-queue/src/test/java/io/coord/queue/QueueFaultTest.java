@@ -914,6 +914,25 @@ class QueueFaultTest {
     }
 
     @Test
+    void aTakeRefusedOnItsClaimNamesTheClaimNotTheItem() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("claim-refused");
+        CuratorFramework admin = zk.newClient();
+        DistributedQueue<String> plain = queue(admin, path);
+        plain.offer("a");
+        String item = admin.getChildren().forPath(path + "/items").get(0);
+        admin.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL & ~ZooDefs.Perms.CREATE, ANYONE)))
+                .forPath(path + "/claims");
+
+        CoordinationException refused = assertThrows(CoordinationException.class, plain::poll);
+        assertEquals("taking " + path + "/claims/" + item + " failed: NOAUTH", refused.getMessage());
+
+        admin.setACL().withACL(List.of(new ACL(ZooDefs.Perms.ALL, ANYONE))).forPath(path + "/claims");
+        assertEquals(List.of("a"), drain(plain));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void anItemTheSerializerReadsAsNullStaysInPlaceAndThePollSaysWhy() throws Exception {
         String path = ZooKeeperFixture.uniquePath("null-item");
         DistributedQueue<String> plain = queue(zk.newClient(), path);
@@ -1071,17 +1090,17 @@ class QueueFaultTest {
         DistributedQueue<String> producer = queue(zk.newClient(), path);
         producer.offer("made"); // makes the parents
         assertEquals("made", producer.poll());
-        zk.setChildCounter(path + "/items", Integer.MAX_VALUE - 1);
+        zk.setChildCounter(path + "/items", Integer.MAX_VALUE - 3);
 
+        // The first write's name tells of billions of creates: the second counts the queue first, and the third
+        // has room by that count.
         assertTrue(producer.offer("a"));
-        // The next name is the last there is: a producer that counted first refuses it, one that did not gets it.
-        List<String> stored = new ArrayList<>(List.of("a"));
-        try {
-            producer.put("b");
-            stored.add("b");
-        } catch (CoordinationException e) {
-            assertTrue(e.getMessage().contains("has run out"), e.getMessage());
-        }
+        assertTrue(producer.offer("b"));
+        assertTrue(producer.offer("c"));
+        // The next name is the last there is: the producer learnt so from its write's name, and refuses it.
+        List<String> stored = List.of("a", "b", "c");
+        CoordinationException last = assertThrows(CoordinationException.class, () -> producer.put("b"));
+        assertTrue(last.getMessage().contains("has run out"), last.getMessage());
         CoordinationException refused = assertThrows(CoordinationException.class, () -> producer.offer("c"));
         assertTrue(
                 refused.getMessage().contains("the sequence counter of " + path + "/items has run out"),
