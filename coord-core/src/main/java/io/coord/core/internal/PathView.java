@@ -823,6 +823,15 @@ final class PathView {
                     default -> {} // asked again when someone next waits on it
                 }
             }
+            // A read answered since this check was sent may have listed nodes it did not ask about, and a waiter that
+            // listened on one meanwhile did not ask, this check being in flight: nobody else would.
+            for (String name : listeners.listened()) {
+                if (!nodes.isConfirmed(name)
+                        && asked.stream().noneMatch(node -> node.name().equals(name))) {
+                    confirmListened(todo);
+                    return;
+                }
+            }
         });
     }
 
