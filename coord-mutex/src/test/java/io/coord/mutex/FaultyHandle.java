@@ -38,6 +38,7 @@ final class FaultyHandle {
     private final AtomicBoolean holdNextWatchAdd = new AtomicBoolean();
     private final AtomicReference<Runnable> heldAdd = new AtomicReference<>();
     private final AtomicInteger watchesAdded = new AtomicInteger();
+    private final AtomicReference<String> failNextSyncOf = new AtomicReference<>();
     private final AtomicReference<Handle> handle = new AtomicReference<>();
 
     /** A started client on {@code zk} whose handles this one's faults apply to. */
@@ -144,6 +145,23 @@ final class FaultyHandle {
         heldAdd.getAndSet(null).run();
     }
 
+    /**
+     * The next sync of {@code path} fails without reaching the server, with SYSTEMERROR: not CONNECTIONLOSS, which
+     * Curator would take for a suspended connection while it lasts.
+     */
+    void failNextSyncOf(String path) {
+        failNextSyncOf.set(path);
+    }
+
+    boolean syncFailed() {
+        return failNextSyncOf.get() == null;
+    }
+
+    /** Closes the handle's socket: the client reconnects on the same session. */
+    void dropConnection() {
+        cutConnection();
+    }
+
     private void cutConnection() {
         try {
             handle.get().getTestable().closeSocket();
@@ -182,6 +200,15 @@ final class FaultyHandle {
                     },
                     ctx,
                     ttl);
+        }
+
+        @Override
+        public void sync(String path, AsyncCallback.VoidCallback callback, Object ctx) {
+            if (failNextSyncOf.compareAndSet(path, null)) {
+                callback.processResult(Code.SYSTEMERROR.intValue(), path, ctx);
+                return;
+            }
+            super.sync(path, callback, ctx);
         }
 
         @Override

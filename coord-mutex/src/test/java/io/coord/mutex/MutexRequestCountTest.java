@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.Lease;
+import io.coord.core.LeaseState;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
@@ -289,16 +290,47 @@ class MutexRequestCountTest {
         // applied them yet, and a read there would take the view back. The sync makes the read wait for them.
         // (The held lease is confirmed with a sync and an exists of its own node, which is not the view's.)
         await().until(() -> counter.count(path, READ) == 1);
-        assertEquals(
-                List.of(SYNC + " " + path, READ + " " + path),
-                counter.names(path).stream()
-                        .filter(name -> name.endsWith(" " + path))
-                        .map(name -> name.replace("-Background", ""))
-                        .toList());
+        assertEquals(List.of(SYNC, READ), viewRequests(counter, path));
 
         held.close();
         client.close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aViewWhoseSyncFailsDoesNotReadWithoutOne() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-sync-failed");
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework client = faults.client(zk);
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
+        client.create().creatingParentsIfNeeded().forPath(path);
+        RequestCounter counter = new RequestCounter();
+        client.getZookeeperClient().setTracerDriver(counter);
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        primeView(mutex);
+        awaitReleased(counter, path);
+        Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        counter.reset();
+
+        faults.failNextSyncOf(path);
+        faults.dropConnection();
+        await().until(() -> counter.count(path, READ) == 1);
+        assertTrue(faults.syncFailed());
+        // The failed sync is asked again before the read goes.
+        assertEquals(List.of(SYNC, SYNC, READ), viewRequests(counter, path));
+        await().until(() -> held.state() == LeaseState.HELD); // confirmed again after the reconnection
+
+        held.close();
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    /** The kinds of the requests on {@code path} itself, not on nodes under it: the view's, not a lease's. */
+    private static List<String> viewRequests(RequestCounter counter, String path) {
+        return counter.names(path).stream()
+                .filter(name -> name.endsWith(" " + path))
+                .map(name -> name.substring(0, name.indexOf('-')))
+                .toList();
     }
 
     /** Two cycles: the first counts the path, the second primes the client's view of it. */

@@ -454,7 +454,10 @@ final class PathView {
         }
     }
 
-    /** Adds the watch with a watcher of its own generation, and reads right behind it (one round trip). */
+    /**
+     * Adds the watch with a watcher of its own generation, and reads right behind it (one round trip; a sync before
+     * the read adds one on a view that was live before).
+     */
     private void add(List<Runnable> todo) {
         int gen = ++generation;
         log.debug("{}: adding the watch", this);
@@ -631,12 +634,24 @@ final class PathView {
         todo.add(heard ? () -> syncThenRead(gen) : () -> sendRead(gen));
     }
 
-    /** The read goes once the sync has answered, whatever it answered: a read that fails is sent again as any is. */
+    /**
+     * The read goes once the sync has answered OK. A sync that failed counts as a failed read, and is sent again with
+     * the read that follows: a read without it is what the sync is there to prevent.
+     */
     private void syncThenRead(int gen) {
         try {
-            context.client().sync().inBackground((c, e) -> sendRead(gen)).forPath(path);
+            context.client()
+                    .sync()
+                    .inBackground((c, e) -> {
+                        if (e.getResultCode() == Code.OK.intValue()) {
+                            sendRead(gen);
+                        } else {
+                            readAnswered(gen, context.sessionId(), e);
+                        }
+                    })
+                    .forPath(path);
         } catch (Exception e) {
-            sendRead(gen);
+            readAnswered(gen, context.sessionId(), null);
         }
     }
 
@@ -681,6 +696,8 @@ final class PathView {
                     becomeLive(todo);
                 }
                 case NOAUTH -> becomeUnusable(Unusable.BLIND, todo);
+                // A read-only server refuses a sync: wait for one that takes writes, rather than ask it again at once.
+                case NOTREADONLY -> todo.add(() -> context.writable().thenRun(this::readAgain));
                 default -> todo.add(() -> context.whenConnected(this::readAgain));
             }
         });
