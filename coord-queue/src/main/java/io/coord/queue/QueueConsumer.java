@@ -456,7 +456,8 @@ final class QueueConsumer<T> {
                 queue.items.putBack(names.get(i));
             }
         }
-        return lost < 0 || settleLost(names.get(lost), failed % 3 == 0, outcome.code(), deadline);
+        // Per item: create claims/X, delete claims/X, delete items/X.
+        return lost < 0 || settleLost(names.get(lost), failed % 3 != 2, outcome.code(), deadline);
     }
 
     /**
@@ -538,8 +539,9 @@ final class QueueConsumer<T> {
     }
 
     /**
-     * An item a transaction failed on: claimed by someone (watch the claim), or gone. False if the deadline passed
-     * while the queue's parents were made again.
+     * An item a transaction failed on: claimed by someone (watch the claim), or gone. {@code onClaim}: the request that
+     * failed was on the item's claim, not on the item. False if the deadline passed while the queue's parents were
+     * made again.
      */
     private boolean settleLost(String name, boolean onClaim, Code code, Deadline deadline) throws InterruptedException {
         NameCache cache = queue.items.names();
