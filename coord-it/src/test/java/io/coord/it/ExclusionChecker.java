@@ -147,11 +147,25 @@ final class ExclusionChecker {
         }
     }
 
-    /** Whether {@code holder}'s znode is gone from the servers; from then on it is stale (see {@link StaleHolders}). */
+    /**
+     * Whether {@code holder}'s znode is gone from the servers; from then on it is stale (see {@link StaleHolders}).
+     * The servers are asked outside the lock, so that nobody's turn waits for their answer.
+     */
     boolean isStale(Holder holder) {
+        if (locked(() -> stale.isMarked(holder))) {
+            return true;
+        }
+        long asked = System.nanoTime();
+        if (!stale.isGone(holder)) {
+            return false;
+        }
         lock.lock();
         try {
-            return !stale.among(List.of(holder), System.nanoTime()).isEmpty();
+            if (!inside.contains(holder)) {
+                return false; // it left meanwhile: nothing to mark
+            }
+            stale.mark(holder, asked);
+            return true;
         } finally {
             lock.unlock();
         }

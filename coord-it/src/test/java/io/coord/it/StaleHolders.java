@@ -14,7 +14,8 @@ import org.apache.curator.framework.CuratorFramework;
 /**
  * Holders that still see their lease as valid although the servers have already deleted its znode: their session
  * ended, and the news has not reached them yet. Such a holder is not counted in a breach, but it must stop holding
- * within {@link #LIMIT}. Not thread-safe: {@link ExclusionChecker} calls it under its lock.
+ * within {@link #LIMIT}. Not thread-safe: {@link ExclusionChecker} calls it under its lock, but for
+ * {@link #isGone}.
  */
 final class StaleHolders {
     /** Tells whether a holder's znode is still on the servers. */
@@ -64,16 +65,30 @@ final class StaleHolders {
     List<Holder> among(List<Holder> holders, long now) {
         List<Holder> stale = new ArrayList<>();
         for (Holder h : holders) {
-            if (since.containsKey(h) || (referee != null && !onServers(h))) {
-                if (since.putIfAbsent(h, now) == null) {
-                    found++;
-                    timeline.add(h + " is stale: its znode is gone, so it is not counted, and it must stop holding"
-                            + " within " + LIMIT.toMillis() + " ms");
-                }
+            if (isMarked(h) || isGone(h)) {
+                mark(h, now);
                 stale.add(h);
             }
         }
         return stale;
+    }
+
+    boolean isMarked(Holder holder) {
+        return since.containsKey(holder);
+    }
+
+    /** Asks the referee, and touches nothing here: it may be called without the checker's lock. */
+    boolean isGone(Holder holder) {
+        return referee != null && !onServers(holder);
+    }
+
+    /** Marks {@code holder} stale from {@code now}, unless it already is. */
+    void mark(Holder holder, long now) {
+        if (since.putIfAbsent(holder, now) == null) {
+            found++;
+            timeline.add(holder + " is stale: its znode is gone, so it is not counted, and it must stop holding within "
+                    + LIMIT.toMillis() + " ms");
+        }
     }
 
     /** The holder left; a breach if it was stale for longer than the limit. */

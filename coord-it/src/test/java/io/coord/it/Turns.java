@@ -196,7 +196,9 @@ final class Turns {
             while (System.nanoTime() - giveUp < 0) {
                 LeaseState state = lease.state();
                 if (state == LeaseState.LOST || state == LeaseState.RELEASED) {
-                    longHoldsLost.incrementAndGet();
+                    if (state == LeaseState.LOST) {
+                        longHoldsLost.incrementAndGet();
+                    }
                     return;
                 }
                 if (state == LeaseState.HELD) {
