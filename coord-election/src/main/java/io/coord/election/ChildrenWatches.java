@@ -40,6 +40,7 @@ final class ChildrenWatches {
 
     /** Runs {@code onChange} (on ZooKeeper's event thread: it must not block) whenever {@code path} changes. */
     void follow(String path, Runnable onChange) {
+        context.followsWithPlainWatches(path); // before any watch is set: the client takes no view of the path now
         lock.lock();
         try {
             followers.computeIfAbsent(path, p -> new LinkedHashSet<>()).add(onChange);

@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.coord.core.Participant;
+import io.coord.core.internal.ClientContext;
 import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
+import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -144,6 +146,48 @@ class LeaderObserverTest {
         assertEquals(1, zk.watchCount(), zk::watchesByPath);
         leader.close();
         await().until(() -> observer.leader().isEmpty());
+        observer.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aClientWhoseObserverFollowsWithPlainWatchesTakesNoViewOfThatPath() throws Exception {
+        assumeTrue(mode == EngineMode.VIEW, "without views nothing could be mixed");
+        String path = ZooKeeperFixture.uniquePath("plain-watches");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = zk.newClient(counter);
+        ClientContext context = ClientContext.of(client);
+        context.configureViews(context.viewSettings().withMaxOthers(1));
+        LeaderLatch first = new LeaderLatch(zk.newClient(), path, "first");
+        LeaderLatch second = new LeaderLatch(zk.newClient(), path, "second");
+        first.start();
+        assertTrue(first.await(Duration.ofSeconds(10)));
+        second.start();
+
+        // Two nodes of other sessions, over the bound of one: the observer's view is crowded, and it follows the
+        // path with a children watch.
+        LeaderObserver observer = new LeaderObserver(client, path);
+        observer.start();
+        await().until(() -> observer.leader().map(Participant::id).equals(Optional.of("first")));
+        first.close();
+        second.close();
+        await().until(() -> observer.leader().isEmpty());
+        counter.reset(); // the observer's view was added before it found the path crowded
+
+        // The path is quiet now, and a crowded view would come back after a few quiet reads. But a server before 3.9
+        // keeps one watch per connection and path, where the view's watch and the observer's would end each other:
+        // this client takes no view of the path while it follows it with plain watches, nor after.
+        LeaderLatch own = new LeaderLatch(client, path, "own");
+        for (int i = 0; i < 8; i++) {
+            own.start();
+            assertTrue(own.await(Duration.ofSeconds(10)));
+            await().until(() -> observer.leader().map(Participant::id).equals(Optional.of("own")));
+            own.close();
+            await().until(() -> observer.leader().isEmpty());
+            own = new LeaderLatch(client, path, "own");
+        }
+        assertEquals(
+                0, counter.count(path, "AddWatch"), () -> counter.names(path).toString());
         observer.close();
         zk.assertNoLeaks(path);
     }

@@ -78,6 +78,7 @@ public final class ClientContext {
     private CompletableFuture<Void> nextConnection;
     private final Map<String, SharedPath> paths = new ConcurrentHashMap<>();
     private final Map<String, PathView> views = new ConcurrentHashMap<>();
+    private final Set<String> plainWatchPaths = ConcurrentHashMap.newKeySet();
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
     private volatile boolean olderServer; // it answered a 3.6 request UNIMPLEMENTED
     private volatile boolean persistentWatchesStay; // it cannot remove a persistent watch on its own (3.6 to 3.8)
@@ -252,6 +253,21 @@ public final class ClientContext {
             log.info("ZooKeeper could not add a persistent watch (MARSHALLINGERROR: a server whose watch manager holds"
                     + " none, such as WatchManagerOptimized): coord uses predecessor watches on this client");
         }
+    }
+
+    /**
+     * Marks {@code path} as followed with plain watches (an observer without a view): from then on this client takes
+     * no view of it. A server before 3.9 keeps one watch per connection and path (ZOOKEEPER-4466), so a view's
+     * persistent watch and plain watches there would end each other; and whether a plain watch is still on the server
+     * once its last follower left depends on reads the client cannot see through.
+     */
+    public void followsWithPlainWatches(String path) {
+        plainWatchPaths.add(path);
+    }
+
+    /** Whether {@link #followsWithPlainWatches} was said of {@code path}. */
+    boolean followedWithPlainWatches(String path) {
+        return plainWatchPaths.contains(path);
     }
 
     /** Whether the server refused to remove a persistent watch on its own (3.6 to 3.8): set ones stay. */

@@ -227,7 +227,10 @@ final class PathView {
         try {
             // An acquisition joins only once a read has counted the path (its own, without the view, the first
             // time): a client never adds a view to a path already past the herd bound. An observer joins anyway.
-            if (unusable != null || (!herd.counted() && !(member instanceof ChangeListener))) {
+            // Nobody joins on a path the client follows with plain watches (see ClientContext).
+            if (unusable != null
+                    || (!herd.counted() && !(member instanceof ChangeListener))
+                    || context.followedWithPlainWatches(path)) {
                 return false;
             }
             members.add(member);
