@@ -256,13 +256,20 @@ public final class ClientContext {
     }
 
     /**
-     * Marks {@code path} as followed with plain watches (an observer without a view): from then on this client takes
-     * no view of it. A server before 3.9 keeps one watch per connection and path (ZOOKEEPER-4466), so a view's
-     * persistent watch and plain watches there would end each other; and whether a plain watch is still on the server
-     * once its last follower left depends on reads the client cannot see through.
+     * Marks {@code path} as followed with plain watches (an observer without a view), before any is set: from then on
+     * this client takes no view of it, and a view it has there drops its watch, its members going on without it. A
+     * server before 3.9 keeps one watch per connection and path (ZOOKEEPER-4466), so a view's persistent watch and
+     * plain watches there would end each other; and whether a plain watch is still on the server once its last
+     * follower left depends on reads the client cannot see through. A client that takes no views marks nothing.
      */
     public void followsWithPlainWatches(String path) {
-        plainWatchPaths.add(path);
+        if (viewSettings.enabled()) {
+            plainWatchPaths.add(path);
+        }
+        PathView view = views.get(path);
+        if (view != null) {
+            view.followedWithPlainWatches();
+        }
     }
 
     /** Whether {@link #followsWithPlainWatches} was said of {@code path}. */

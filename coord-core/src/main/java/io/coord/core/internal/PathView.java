@@ -72,7 +72,9 @@ final class PathView {
         /** Some node's events are withheld from this client (READ ACL). */
         BLIND,
         /** The server cannot add a persistent watch (before 3.6), or refused it. */
-        UNSUPPORTED
+        UNSUPPORTED,
+        /** The client follows the path with plain watches ({@link ClientContext#followsWithPlainWatches}). */
+        PLAIN_WATCHES
     }
 
     /** Something deciding on the view: told when it was read anew, and when it must not be used any more. */
@@ -242,6 +244,11 @@ final class PathView {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** The client follows the path with plain watches from now on: the view drops its watch, its members go on without. */
+    void followedWithPlainWatches() {
+        act(todo -> becomeUnusable(Unusable.PLAIN_WATCHES, todo));
     }
 
     /**
