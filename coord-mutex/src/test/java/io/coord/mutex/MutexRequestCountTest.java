@@ -273,15 +273,8 @@ class MutexRequestCountTest {
         String path = ZooKeeperFixture.uniquePath("count-reconnect");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         CuratorFramework client = zk.newOutageProofClient(proxy);
-        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
-        client.create().creatingParentsIfNeeded().forPath(path); // so that parent creation is not counted
         RequestCounter counter = new RequestCounter();
-        client.getZookeeperClient().setTracerDriver(counter);
-        ReentrantMutex mutex = new ReentrantMutex(client, path);
-        primeView(mutex);
-        awaitReleased(counter, path);
-        Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
-        counter.reset();
+        Lease held = holdOnAPrimedView(client, path, counter);
 
         CountDownLatch reconnected = ZooKeeperFixture.latchOn(client, ConnectionState.RECONNECTED);
         proxy.cutConnections();
@@ -302,15 +295,8 @@ class MutexRequestCountTest {
         String path = ZooKeeperFixture.uniquePath("count-sync-failed");
         FaultyHandle faults = new FaultyHandle();
         CuratorFramework client = faults.client(zk);
-        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
-        client.create().creatingParentsIfNeeded().forPath(path);
         RequestCounter counter = new RequestCounter();
-        client.getZookeeperClient().setTracerDriver(counter);
-        ReentrantMutex mutex = new ReentrantMutex(client, path);
-        primeView(mutex);
-        awaitReleased(counter, path);
-        Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
-        counter.reset();
+        Lease held = holdOnAPrimedView(client, path, counter);
 
         faults.failNextSyncOf(path);
         faults.dropConnection();
@@ -323,6 +309,23 @@ class MutexRequestCountTest {
         held.close();
         client.close();
         zk.assertNoLeaks(path);
+    }
+
+    /**
+     * Primes {@code client}'s view of {@code path}, kept for a minute, and holds the mutex there; {@code counter}
+     * counts the client's requests from then on.
+     */
+    private static Lease holdOnAPrimedView(CuratorFramework client, String path, RequestCounter counter)
+            throws Exception {
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
+        client.create().creatingParentsIfNeeded().forPath(path); // so that parent creation is not counted
+        client.getZookeeperClient().setTracerDriver(counter);
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        primeView(mutex);
+        awaitReleased(counter, path);
+        Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        counter.reset();
+        return held;
     }
 
     /** The kinds of the requests on {@code path} itself, not on nodes under it: the view's, not a lease's. */
