@@ -118,16 +118,7 @@ class LeaderLatchFaultTest {
         second.addListener(secondTerms, Runnable::run);
         first.start();
         assertTrue(first.await(Duration.ofSeconds(10)));
-        second.start(); // the first term of its client on the path: it waits on a watch of the node before it
-        await().until(() -> first.participants().size() == 2);
-        third.start();
-        await().until(() -> first.participants().size() == 3);
-
-        // By hand: nothing tells the second candidate, whose watch is on the first's node.
-        Participant deleted = first.participants().get(1);
-        assertEquals("second", deleted.id());
-        zk.newClient().delete().forPath(path + "/" + deleted.nodeName());
-        await().until(() -> first.participants().size() == 2);
+        DeletedWaiter.queueTwoAndDeleteTheSecond(zk, path, first::participants, second::start, third::start);
         first.close();
 
         assertTrue(third.await(Duration.ofSeconds(10)));

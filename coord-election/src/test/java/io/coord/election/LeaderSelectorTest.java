@@ -376,16 +376,7 @@ class LeaderSelectorTest {
         });
         first.start();
         assertTrue(firstLeads.await(10, TimeUnit.SECONDS));
-        second.start(); // the first term of its client on the path: it waits on a watch of the node before it
-        await().until(() -> first.participants().size() == 2);
-        third.start();
-        await().until(() -> first.participants().size() == 3);
-
-        // By hand: nothing tells the second selector, whose watch is on the first's node.
-        Participant deleted = first.participants().get(1);
-        assertEquals("second", deleted.id());
-        zk.newClient().delete().forPath(path + "/" + deleted.nodeName());
-        await().until(() -> first.participants().size() == 2);
+        DeletedWaiter.queueTwoAndDeleteTheSecond(zk, path, first::participants, second::start, third::start);
         firstMayReturn.countDown();
 
         assertTrue(thirdLeads.await(10, TimeUnit.SECONDS));
