@@ -35,6 +35,8 @@ final class FaultyHandle {
     private final AtomicInteger answeredMultis = new AtomicInteger();
     private final AtomicBoolean holdNextWatchRemoval = new AtomicBoolean();
     private final AtomicReference<Runnable> heldRemoval = new AtomicReference<>();
+    private final AtomicBoolean refuseNextWatchRemoval = new AtomicBoolean();
+    private final AtomicInteger refusedRemovals = new AtomicInteger();
     private final AtomicBoolean holdNextWatchAdd = new AtomicBoolean();
     private final AtomicReference<Runnable> heldAdd = new AtomicReference<>();
     private final AtomicInteger watchesAdded = new AtomicInteger();
@@ -112,6 +114,18 @@ final class FaultyHandle {
 
     boolean removalHeld() {
         return heldRemoval.get() != null;
+    }
+
+    /**
+     * The handle refuses to send the next removal of persistent recursive watches, throwing as Curator's does when it
+     * hands the caller a background error it queued.
+     */
+    void refuseNextWatchRemoval() {
+        refuseNextWatchRemoval.set(true);
+    }
+
+    int refusedRemovals() {
+        return refusedRemovals.get();
     }
 
     /** Cuts the connection, then answers the held removal as a lost connection answers it: in doubt. */
@@ -266,6 +280,10 @@ final class FaultyHandle {
         @Override
         public void removeAllWatches(
                 String path, Watcher.WatcherType type, boolean local, AsyncCallback.VoidCallback callback, Object ctx) {
+            if (type == Watcher.WatcherType.PersistentRecursive && refuseNextWatchRemoval.compareAndSet(true, false)) {
+                refusedRemovals.incrementAndGet();
+                throw new IllegalStateException("refused by the test");
+            }
             if (type != Watcher.WatcherType.PersistentRecursive || !holdNextWatchRemoval.compareAndSet(true, false)) {
                 super.removeAllWatches(path, type, local, callback, ctx);
                 return;

@@ -84,6 +84,26 @@ class ViewFaultTest {
     }
 
     @Test
+    void aWatchRemovalTheHandleRefusesToSendIsSentAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-drop-refused");
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework client = faults.client(zk);
+        ZooKeeperFixture.lingerViews(client, Duration.ofMillis(200));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        faults.refuseNextWatchRemoval();
+        MutexRequestCountTest.primeView(mutex);
+
+        // The view lingered out and its removal never left the client: the watch is still on the server, and
+        // would stay there for the whole session, sending this client every change of the path.
+        await().until(() -> faults.refusedRemovals() == 1);
+        await().until(() -> zk.ensemble().watchesUnder(path).isEmpty());
+        assertTrue(mutex.acquire(Duration.ofSeconds(10)), "the path is usable after the view left");
+        mutex.release();
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aWatchAddTheEndedSessionNeverAnsweredIsDroppedOnTheNewSession() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-add-across-sessions");
         FaultyHandle faults = new FaultyHandle();

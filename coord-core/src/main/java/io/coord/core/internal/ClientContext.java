@@ -806,7 +806,9 @@ public final class ClientContext {
 
     /**
      * Like {@link #dropWatches}, completing with the server's answer: OK (NOWATCHER too), an in-doubt code if the
-     * connection went first, or SYSTEMERROR if the client could not send it (closed).
+     * connection went first, or SYSTEMERROR if the client is closed. A removal the handle refuses to send while the
+     * client is open (Curator hands a background error it queued to the next caller) answers CONNECTIONLOSS: the
+     * watch is still there, and the caller sends the removal again once connected, as after a lost connection.
      *
      * <p>Sent on the current ZooKeeper handle, without Curator's retries: a retry can reach the server after a later
      * add of the same watch (each retry waits its own backoff), or on a new session's handle, and remove that watch
@@ -831,8 +833,9 @@ public final class ClientContext {
                             },
                             null);
         } catch (Exception e) {
-            log.debug("watches on {} left to the session's end", path, e);
-            done.complete(KeeperException.Code.SYSTEMERROR);
+            boolean closedNow = isClosed();
+            log.debug("removal of the watches on {} not sent{}", path, closedNow ? ": the client is closed" : "", e);
+            done.complete(closedNow ? KeeperException.Code.SYSTEMERROR : KeeperException.Code.CONNECTIONLOSS);
         }
         return done;
     }
