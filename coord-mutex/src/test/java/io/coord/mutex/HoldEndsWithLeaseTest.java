@@ -202,6 +202,8 @@ class HoldEndsWithLeaseTest {
         IllegalMonitorStateException error = assertThrows(IllegalMonitorStateException.class, mutex::lease);
         assertTrue(error.getMessage().endsWith("; its lease ended LOST"), error.getMessage());
         mutex.release(); // owed: a no-op, on the server too
+        error = assertThrows(IllegalMonitorStateException.class, mutex::lease);
+        assertTrue(error.getMessage().endsWith("; its lease ended LOST"), "after the owed release too: " + error);
         assertThrows(IllegalMonitorStateException.class, mutex::release);
         assertTrue(mutex.acquire(Duration.ofSeconds(20)));
         assertTrue(mutex.lease().fencingToken() > lost.fencingToken());

@@ -115,7 +115,9 @@ public final class ThreadBoundLock implements DistributedLock {
             Lease lease = me.lease;
             me.lease = null;
             live.remove(lease); // not through this lock any more, though its partner may still hold the lease
-            if (isLive(lease) && !partnerShares(lease)) {
+            if (!isLive(lease)) {
+                me.ended = lease; // lease() says how the hold ended until the thread holds again
+            } else if (!partnerShares(lease)) {
                 lease.close();
             }
         }
