@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,7 +37,7 @@ final class LatchCandidacy {
          * znode is still ours. Under a policy that keeps leadership, a SUSPECT term stays {@link #LEADING}.
          */
         SUSPENDED,
-        /** Left the election on a failure that retrying cannot fix, such as a closed client. */
+        /** Left the election: its client was closed. */
         FAILED,
         CLOSED
     }
@@ -146,9 +147,16 @@ final class LatchCandidacy {
         request.send(() -> phase == Phase.WAITING && term == null, events, this::granted);
     }
 
-    /** Under {@link #lock}: takes the term, or the failure; returns what to do once the lock is released. */
+    /**
+     * Under {@link #lock}: takes the term, or the failure; returns what to do once the lock is released. A request
+     * ZooKeeper refused is made again later (see {@link TermRequest#retryLater}); only a closed client ends the
+     * candidacy.
+     */
     private Runnable granted(Lease lease, Throwable error) {
         if (error != null) {
+            if (engine.client().getState() != CuratorFrameworkState.STOPPED) {
+                return request.retryLater(log, name, error, this::joinAgain);
+            }
             failure = error;
             moveTo(Phase.FAILED);
             return () -> logDeparture(log, engine, name, error);
@@ -184,13 +192,13 @@ final class LatchCandidacy {
             }
             switch (state) {
                 case HELD -> {
-                    if (engine.isConfirmed(lease)) {
+                    if (confirmedLive(lease)) {
                         moveTo(Phase.LEADING);
                     }
                 }
                 // Under the session policy the term leads on through SUSPECT: nothing fires unless it turns LOST.
                 case SUSPECT -> {
-                    if (engine.isConfirmed(lease)) {
+                    if (confirmedLive(lease)) {
                         moveTo(policy == SuspensionPolicy.KEEPS_LEADERSHIP ? Phase.LEADING : Phase.SUSPENDED);
                     }
                 }
@@ -211,6 +219,33 @@ final class LatchCandidacy {
                 logDeparture(log, engine, name + " (queueing again after its term)", e);
                 leaveOnFailure(e);
             }
+        }
+    }
+
+    /**
+     * Whether the read that confirms a term found its node this session's, and the term has not ended since. A term
+     * that ended counts as confirmed too (nothing waits for it any more), and a term's end can come between the look
+     * at its state and this one: its LOST is on its way, and it must not lead meanwhile.
+     */
+    private boolean confirmedLive(Lease lease) {
+        return engine.isConfirmed(lease) && !lease.ended().isDone();
+    }
+
+    /** A retry's time came: queues again, unless the latch was closed or granted meanwhile. */
+    private void joinAgain() {
+        lock.lock();
+        try {
+            if (phase != Phase.WAITING || term != null) {
+                return;
+            }
+        } finally {
+            lock.unlock();
+        }
+        try {
+            join();
+        } catch (RuntimeException e) {
+            logDeparture(log, engine, name, e);
+            leaveOnFailure(e);
         }
     }
 

@@ -4,10 +4,8 @@ import static io.coord.election.Departures.logDeparture;
 
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
-import io.coord.core.internal.Executors;
 import io.coord.core.internal.LeaseEngine;
 import io.coord.core.internal.Observations;
-import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -27,8 +25,6 @@ import org.slf4j.LoggerFactory;
 final class SelectorTerms {
     private static final Logger log = LoggerFactory.getLogger(SelectorTerms.class);
     private static final AtomicInteger THREAD_IDS = new AtomicInteger();
-    private static final Duration FIRST_RETRY_DELAY = Duration.ofSeconds(1);
-    private static final Duration MAX_RETRY_DELAY = Duration.ofSeconds(30);
 
     private enum Phase {
         LATENT,
@@ -59,10 +55,6 @@ final class SelectorTerms {
     // its term stops leading or the task returns, whichever comes first.
     private boolean reportedLeading;
     private Lease stoppedUnreported; // a term that stopped leading after its task was handed it, before it was reported
-    // Attempts that failed in a row while auto-requeueing, each tried again later than the one before; and the
-    // number of the retry due, so that one withdrawn meanwhile (cancelQueued) does nothing when its time comes.
-    private int failedInARow;
-    private int retryDue;
     private final TermRequest request;
 
     SelectorTerms(LeaseEngine engine, String name, LeadershipTask task) {
@@ -129,14 +121,14 @@ final class SelectorTerms {
             if (phase != Phase.QUEUED) {
                 return false;
             }
-            waiting = request.withdraw(); // a grant already on its way finds itself unwanted and releases its lease
-            retryDue++; // a retry of a refused attempt is withdrawn too
-            failedInARow = 0;
+            // A grant already on its way finds itself unwanted and releases its lease; a retry due later does nothing.
+            waiting = request.withdraw();
             moveTo(Phase.IDLE);
         } finally {
             lock.unlock();
         }
-        // Null while join() is still between its create and taking the lock: it sees IDLE and cancels its own.
+        // Null while join() is still between its create and taking the lock: it finds itself withdrawn, and cancels
+        // its own, even if a requeue() has queued the selector again meanwhile.
         if (waiting != null) {
             waiting.cancel(false); // the engine withdraws it and deletes its node
         }
@@ -226,18 +218,12 @@ final class SelectorTerms {
     private Runnable granted(Lease lease, Throwable error) {
         term = lease;
         if (error != null && autoRequeue && engine.client().getState() != CuratorFrameworkState.STOPPED) {
-            Duration delay = retryDelay(++failedInARow);
-            int retry = ++retryDue;
-            return () -> {
-                log.warn("{} could not join the election; it tries again in {}", name, delay, error);
-                Executors.later(() -> joinAgain(retry), delay);
-            };
+            return request.retryLater(log, name, error, this::joinAgain);
         }
         moveTo(error == null ? Phase.LEADING : Phase.IDLE);
         if (error != null) {
             return () -> logDeparture(log, engine, name + " (requeue() to try again)", error);
         }
-        failedInARow = 0;
         return () -> {
             // Runs on whichever thread moves the lease, possibly under the engine's locks, and no listener the task
             // adds to its term can hold it back: it only interrupts.
@@ -255,18 +241,11 @@ final class SelectorTerms {
         };
     }
 
-    /** 1 s after the first failure in a row, doubling up to {@link #MAX_RETRY_DELAY}. */
-    static Duration retryDelay(int failedInARow) {
-        int doublings = Math.min(failedInARow - 1, 5);
-        Duration delay = FIRST_RETRY_DELAY.multipliedBy(1L << doublings);
-        return delay.compareTo(MAX_RETRY_DELAY) < 0 ? delay : MAX_RETRY_DELAY;
-    }
-
-    /** Queues again, unless the selector was closed or the retry withdrawn meanwhile. */
-    private void joinAgain(int retry) {
+    /** A retry's time came: queues again, unless the selector was closed meanwhile. */
+    private void joinAgain() {
         lock.lock();
         try {
-            if (retry != retryDue || phase != Phase.QUEUED || request.isPending()) {
+            if (phase != Phase.QUEUED) {
                 return;
             }
         } finally {
@@ -321,8 +300,11 @@ final class SelectorTerms {
             }
         } catch (InterruptedException e) {
             log.debug("{} was interrupted while leading", name);
-        } catch (Exception e) {
+        } catch (Exception | Error e) {
             log.warn("{}: takeLeadership failed, so its term ends", name, e);
+            if (e instanceof VirtualMachineError fatal) {
+                throw fatal; // the JVM is in no state to go on as if nothing happened
+            }
         } finally {
             endTerm(lease);
         }

@@ -1,12 +1,16 @@
 package io.coord.election;
 
+import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
+import io.coord.core.internal.Executors;
 import io.coord.core.internal.LeaseEngine;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
+import org.slf4j.Logger;
 
 /**
  * The one pending request for a term of an election object (a latch's candidacy, a selector's terms). At most one
@@ -15,6 +19,9 @@ import org.apache.curator.framework.imps.CuratorFrameworkState;
  * is released, because the engine's own locks call back into the owner's.
  */
 final class TermRequest {
+    private static final Duration FIRST_RETRY_DELAY = Duration.ofSeconds(1);
+    private static final Duration MAX_RETRY_DELAY = Duration.ofSeconds(30);
+
     /** Takes a grant, or the request's failure, under the owner's lock; returns what to do once it is released. */
     @FunctionalInterface
     interface Grant {
@@ -25,6 +32,11 @@ final class TermRequest {
     private final ReentrantLock ownerLock;
     // Guarded by ownerLock.
     private CompletableFuture<Lease> pending;
+    // Requests that failed in a row, each tried again later than the one before; and the number of the retry due, so
+    // that one withdrawn meanwhile does nothing when its time comes.
+    private int failedInARow;
+    private int retryDue;
+    private int withdrawals;
 
     TermRequest(LeaseEngine engine, ReentrantLock ownerLock) {
         this.engine = engine;
@@ -38,11 +50,19 @@ final class TermRequest {
      * @throws RuntimeException what the engine throws when it cannot queue (a closed client, for example)
      */
     void send(BooleanSupplier wanted, Executor executor, Grant grant) {
+        int withdrawnBefore;
+        ownerLock.lock();
+        try {
+            withdrawnBefore = withdrawals;
+        } finally {
+            ownerLock.unlock();
+        }
         CompletableFuture<Lease> request = engine.acquireAsync();
         boolean ours;
         ownerLock.lock();
         try {
-            ours = pending == null && wanted.getAsBoolean();
+            // A withdrawal since this send began was meant for it, though it was not pending yet.
+            ours = pending == null && withdrawals == withdrawnBefore && wanted.getAsBoolean();
             if (ours) {
                 pending = request;
             }
@@ -61,8 +81,8 @@ final class TermRequest {
 
     /**
      * Under the owner's lock, before a start moves its phase: throws {@link IllegalStateException} if it started
-     * before or was closed, or if the client was never started. A closed client is left to the join, which fails as
-     * queueing would.
+     * before or was closed, or if the client was never started, and {@link CoordinationException} if the client is
+     * closed. A start refused for its client's sake leaves the owner unstarted.
      */
     void checkStartable(boolean started, boolean closed, String name, Object phase) {
         if (closed) {
@@ -71,8 +91,49 @@ final class TermRequest {
         if (started) {
             throw new IllegalStateException("already started: " + name + " is " + phase);
         }
-        if (engine.client().getState() == CuratorFrameworkState.LATENT) {
-            engine.checkUsable();
+        CuratorFrameworkState state = engine.client().getState();
+        if (state == CuratorFrameworkState.LATENT) {
+            throw new IllegalStateException(
+                    "the client must be started before joining the election at " + engine.path());
+        }
+        if (state == CuratorFrameworkState.STOPPED) {
+            throw new CoordinationException("the client is closed: cannot join the election at " + engine.path());
+        }
+    }
+
+    /**
+     * Under the owner's lock: the request failed on something ZooKeeper may grant later (a create throttled, over a
+     * quota, or under an ACL that is put right later). Returns what to do once the lock is released: say so, and
+     * after a delay (1 s after the first failure in a row, doubling up to 30 s) run {@code again}, unless a request
+     * was sent or withdrawn meanwhile.
+     */
+    Runnable retryLater(Logger log, String name, Throwable error, Runnable again) {
+        Duration delay = retryDelay(++failedInARow);
+        int retry = ++retryDue;
+        return () -> {
+            log.warn("{} could not join the election; it tries again in {}", name, delay, error);
+            Executors.later(
+                    () -> {
+                        if (isDue(retry)) {
+                            again.run();
+                        }
+                    },
+                    delay);
+        };
+    }
+
+    static Duration retryDelay(int failedInARow) {
+        int doublings = Math.min(failedInARow - 1, 5);
+        Duration delay = FIRST_RETRY_DELAY.multipliedBy(1L << doublings);
+        return delay.compareTo(MAX_RETRY_DELAY) < 0 ? delay : MAX_RETRY_DELAY;
+    }
+
+    private boolean isDue(int retry) {
+        ownerLock.lock();
+        try {
+            return retry == retryDue && pending == null;
+        } finally {
+            ownerLock.unlock();
         }
     }
 
@@ -88,12 +149,15 @@ final class TermRequest {
 
     /**
      * Under the owner's lock: forgets the pending request, so that a grant already on its way finds itself unwanted
-     * and releases its lease. Returns the request, for the caller to cancel once the lock is released (the engine
+     * and releases its lease, and a retry waiting for its time does nothing. Returns the request, for the caller to cancel once the lock is released (the engine
      * then withdraws it and deletes its node); null if none was pending.
      */
     CompletableFuture<Lease> withdraw() {
         CompletableFuture<Lease> withdrawn = pending;
         pending = null;
+        withdrawals++; // and a send under way, not pending yet
+        retryDue++; // a retry of a failed request is withdrawn too
+        failedInARow = 0;
         return withdrawn;
     }
 
@@ -103,6 +167,9 @@ final class TermRequest {
         try {
             if (request == pending) {
                 pending = null;
+                if (error == null) {
+                    failedInARow = 0;
+                }
                 after = grant.take(lease, error);
             }
         } finally {

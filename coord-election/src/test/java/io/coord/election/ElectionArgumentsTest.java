@@ -176,12 +176,14 @@ class ElectionArgumentsTest {
         CuratorFramework client = zk.unstartedClient();
         LeaderLatch latch = new LeaderLatch(client, "/e/latch", "id");
         assertMessage(
-                IllegalStateException.class, "the client must be started before acquiring /e/latch", latch::start);
+                IllegalStateException.class,
+                "the client must be started before joining the election at /e/latch",
+                latch::start);
         LeaderSelector selector = new LeaderSelector(client, "/e/selector", "id", IDLE);
         assertMessage(IllegalStateException.class, "not started: " + selector, selector::requeue);
         assertMessage(
                 IllegalStateException.class,
-                "the client must be started before acquiring /e/selector",
+                "the client must be started before joining the election at /e/selector",
                 selector::start);
         LeaderObserver observer = new LeaderObserver(client, "/e/observer");
         assertMessage(
@@ -200,16 +202,25 @@ class ElectionArgumentsTest {
         LeaderObserver observer = new LeaderObserver(client, path + "/observer");
         assertMessage(
                 CoordinationException.class,
-                "the client was closed while waiting for " + path + "/latch",
+                "the client is closed: cannot join the election at " + path + "/latch",
                 latch::start);
         assertMessage(
                 CoordinationException.class,
-                "the client was closed while waiting for " + path + "/selector",
+                "the client is closed: cannot join the election at " + path + "/selector",
                 selector::start);
         assertMessage(
                 CoordinationException.class,
                 "the client is closed: cannot observe " + path + "/observer",
                 observer::start);
+        // A start refused for its client's sake leaves nothing started: asked again, it says the same.
+        assertMessage(
+                CoordinationException.class,
+                "the client is closed: cannot join the election at " + path + "/latch",
+                latch::start);
+        assertMessage(
+                CoordinationException.class,
+                "the client is closed: cannot join the election at " + path + "/selector",
+                selector::start);
         assertFalse(observer.leader().isPresent());
         observer.close();
         zk.assertNoLeaks(path);

@@ -3,7 +3,6 @@ package io.coord.election;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -25,7 +24,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
@@ -38,6 +36,8 @@ import org.junit.jupiter.params.Parameter;
 @InBothEngineModes
 @Timeout(60)
 class LeaderLatchFaultTest {
+    private static final Id ANYONE = new Id("world", "anyone");
+
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
 
@@ -263,28 +263,81 @@ class LeaderLatchFaultTest {
     }
 
     @Test
-    void candidatesZooKeeperRefusesLeaveTheElectionAndSayWhy() throws Exception {
+    void aLatchZooKeeperRefusesSaysWhyAndTriesAgainUntilItIsLetIn() throws Exception {
         String path = ZooKeeperFixture.uniquePath("refused");
+        CuratorFramework client = zk.newClient();
+        // Anyone may read the path and set its ACL; nobody may create under it until the ACL is put right.
+        client.create()
+                .creatingParentsIfNeeded()
+                .withACL(List.of(new ACL(ZooDefs.Perms.READ | ZooDefs.Perms.ADMIN, ANYONE)))
+                .forPath(path);
+        LeaderLatch latch = new LeaderLatch(client, path, "latch");
+        TermRecorder recorder = new TermRecorder();
+        latch.addListener(recorder, Runnable::run);
+
+        List<String> lines;
+        try (CapturedLog log = new CapturedLog()) {
+            latch.start();
+            await().until(() -> log.linesOf("io.coord.election").stream()
+                    .anyMatch(l -> l.contains(latch + " could not join the election; it tries again in PT1S")));
+            lines = log.linesOf(""); // with the cause's stack trace
+        }
+        assertTrue(lines.stream().anyMatch(l -> l.contains("NoAuth")), lines.toString());
+        assertFalse(latch.hasLeadership());
+        assertFalse(latch.await(Duration.ZERO), "still in the election, waiting to try again");
+
+        client.setACL().withACL(List.of(new ACL(ZooDefs.Perms.ALL, ANYONE))).forPath(path);
+        assertTrue(latch.await(Duration.ofSeconds(20)));
+        await().until(() -> recorder.events.equals(List.of("isLeader")));
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLatchWhoseRequeueZooKeeperRefusesLeadsOnceLetInAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("requeue-refused");
+        CuratorFramework admin = zk.newClient();
+        admin.create().creatingParentsIfNeeded().forPath(path); // not a container, which could be reaped with its ACL
+        CuratorFramework client = zk.newClient();
+        LeaderLatch latch = new LeaderLatch(client, path, "latch");
+        TermRecorder recorder = new TermRecorder();
+        latch.addListener(recorder, Runnable::run);
+        latch.start();
+        assertTrue(latch.await(Duration.ofSeconds(10)));
+
+        // Its term is lost with its session; the latch queues again on the next one, where it may not create.
+        admin.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.READ | ZooDefs.Perms.ADMIN, ANYONE)))
+                .forPath(path);
+        try (CapturedLog log = new CapturedLog()) {
+            zk.expireSession(client);
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() -> log.linesOf("io.coord.election").stream()
+                            .anyMatch(l -> l.contains(latch + " could not join the election; it tries again")));
+        }
+        assertEquals(List.of("isLeader", "notLeader"), recorder.events);
+        assertFalse(latch.hasLeadership());
+
+        admin.setACL().withACL(List.of(new ACL(ZooDefs.Perms.ALL, ANYONE))).forPath(path);
+        assertTrue(latch.await(Duration.ofSeconds(20)));
+        await().until(() -> recorder.events.equals(List.of("isLeader", "notLeader", "isLeader")));
+        assertEquals(2, recorder.terms.size());
+        assertTrue(recorder.terms.get(1).fencingToken() > recorder.terms.get(0).fencingToken());
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aSelectorZooKeeperRefusesThatDoesNotRequeueByItselfIsOutOfTheElection() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("refused-selector");
         List<ACL> creatorOnly = new ArrayList<>(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))));
         CuratorFramework owner =
                 zk.newCustomClient(b -> b.authorization("digest", "owner:secret".getBytes(StandardCharsets.UTF_8)));
         owner.create().creatingParentsIfNeeded().withACL(creatorOnly).forPath(path);
-        CuratorFramework client = zk.newClient();
 
-        LeaderLatch latch = new LeaderLatch(client, path, "latch");
-        latch.start();
-        CoordinationException refused =
-                assertThrows(CoordinationException.class, () -> latch.await(Duration.ofSeconds(10)));
-        assertEquals(
-                "LeaderLatch[" + path + ", id=latch] left the election: " + refused.getCause(), refused.getMessage());
-        assertInstanceOf(
-                KeeperException.NoAuthException.class, refused.getCause().getCause());
-        assertFalse(latch.hasLeadership());
-        latch.close();
-
-        // A selector that does not requeue by itself is out of the election after a refusal, where requeue() finds
-        // it. (One that does tries again later, as LeaderSelectorTest shows.)
-        LeaderSelector selector = new LeaderSelector(client, path, "selector", term -> {});
+        // requeue() finds it out of the election. (One that requeues by itself tries again later, as
+        // LeaderSelectorTest shows.)
+        LeaderSelector selector = new LeaderSelector(zk.newClient(), path, "selector", term -> {});
         selector.start();
         await().until(selector::requeue);
         assertFalse(selector.hasLeadership());

@@ -182,7 +182,7 @@ class LeaderLatchTest {
         CuratorFramework client = zk.unstartedClient();
         LeaderLatch latch = new LeaderLatch(client, path, "early");
         IllegalStateException early = assertThrows(IllegalStateException.class, latch::start);
-        assertEquals("the client must be started before acquiring " + path, early.getMessage());
+        assertEquals("the client must be started before joining the election at " + path, early.getMessage());
 
         client.start();
         latch.start();

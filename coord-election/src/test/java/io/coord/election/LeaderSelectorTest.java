@@ -17,6 +17,7 @@ import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -101,7 +102,7 @@ class LeaderSelectorTest {
         CompletableFuture<String> led = new CompletableFuture<>();
         LeaderSelector selector = new LeaderSelector(client, path, "early", term -> led.complete("led"));
         IllegalStateException early = assertThrows(IllegalStateException.class, selector::start);
-        assertEquals("the client must be started before acquiring " + path, early.getMessage());
+        assertEquals("the client must be started before joining the election at " + path, early.getMessage());
 
         client.start();
         selector.start();
@@ -157,20 +158,35 @@ class LeaderSelectorTest {
     }
 
     @Test
-    void aTaskThatThrowsEndsItsTermAndAutoRequeueLeadsAgain() throws Exception {
+    void aTaskThatThrowsEndsItsTermSaysWhyAndAutoRequeueLeadsAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("throws");
+        List<Exception> checkedOrNot = List.of(new IllegalStateException("task bug"), new IOException("task bug"));
         AtomicInteger terms = new AtomicInteger();
-        CountDownLatch secondTerm = new CountDownLatch(1);
+        CountDownLatch lastTerm = new CountDownLatch(1);
         LeaderSelector selector = new LeaderSelector(zk.newClient(), path, "x", term -> {
-            if (terms.incrementAndGet() == 1) {
-                throw new IllegalStateException("task bug");
+            int n = terms.getAndIncrement();
+            if (n < checkedOrNot.size()) {
+                throw checkedOrNot.get(n);
             }
-            secondTerm.countDown();
+            if (n == checkedOrNot.size()) {
+                throw new AssertionError("task bug"); // an Error, which no executor's thread should have to log
+            }
+            lastTerm.countDown();
             new CountDownLatch(1).await(); // lead until closed
         });
-        selector.autoRequeue();
-        selector.start();
-        assertTrue(secondTerm.await(10, TimeUnit.SECONDS));
+        List<String> lines;
+        try (CapturedLog log = new CapturedLog()) {
+            selector.autoRequeue();
+            selector.start();
+            assertTrue(lastTerm.await(10, TimeUnit.SECONDS));
+            lines = log.linesOf("io.coord.election");
+        }
+        assertEquals(
+                3,
+                lines.stream()
+                        .filter(l -> l.contains("takeLeadership failed, so its term ends"))
+                        .count(),
+                lines.toString());
         assertTrue(selector.hasLeadership());
         selector.close();
         await().until(() -> !selector.hasLeadership());
