@@ -517,7 +517,7 @@ class MutexFaultTest {
         assertInstanceOf(CoordinationException.class, lockError);
         assertEquals("the client was closed while waiting for " + path, lockError.getMessage());
         CoordinationException afterClose = assertThrows(CoordinationException.class, waiter::acquire);
-        assertEquals("the client was closed while waiting for " + path, afterClose.getMessage());
+        assertEquals("the client was closed before acquiring " + path, afterClose.getMessage());
         holder.release();
         zk.assertNoLeaks(path);
     }

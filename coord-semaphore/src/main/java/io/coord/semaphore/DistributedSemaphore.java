@@ -5,6 +5,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import io.coord.core.internal.MultiRead;
@@ -15,6 +16,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 
 /**
  * A counting semaphore shared across processes: never more than {@code maxLeases} permits are held at once, across
@@ -123,7 +125,8 @@ public final class DistributedSemaphore {
      * @return whether the request was written; false when that participant holds no permit (any more)
      * @throws NullPointerException if {@code holder} is null
      * @throws IllegalArgumentException if {@code holder} names no permit node of this semaphore
-     * @throws IllegalStateException if the path records another maxLeases than this instance's (checked once)
+     * @throws IllegalStateException if the path records another maxLeases than this instance's (read before each
+     *     revocation until an acquisition of this instance has checked it)
      * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the node
      */
     public boolean requestRevocation(Participant holder) {
@@ -138,7 +141,8 @@ public final class DistributedSemaphore {
      * @return whether its nodes were deleted; false when that participant holds no permit (any more)
      * @throws NullPointerException if {@code holder} is null
      * @throws IllegalArgumentException if {@code holder} names no permit node of this semaphore
-     * @throws IllegalStateException if the path records another maxLeases than this instance's (checked once)
+     * @throws IllegalStateException if the path records another maxLeases than this instance's (read before each
+     *     revocation until an acquisition of this instance has checked it)
      * @throws CoordinationException if ZooKeeper refused or could not be reached, naming the path
      */
     public boolean forceRevocation(Participant holder) {
@@ -162,7 +166,9 @@ public final class DistributedSemaphore {
             throw new CoordinationException(
                     "interrupted while reading the maxLeases record of " + engine.path() + " before revoking", e);
         } catch (IllegalStateException e) {
-            engine.checkUsable(); // closed while it waited: Curator says so with IllegalStateException
+            if (engine.client().getState() == CuratorFrameworkState.STOPPED) {
+                throw ClientContext.closedError(engine.path()); // Curator says so with IllegalStateException
+            }
             throw e; // the record's refusal
         } catch (RuntimeException e) {
             throw e;

@@ -472,7 +472,7 @@ public final class LeaseEngine {
             throw new IllegalStateException("the client must be started before " + doing + " " + path);
         }
         if (state == CuratorFrameworkState.STOPPED) {
-            throw ClientContext.closedError(path);
+            throw new CoordinationException("the client was closed before " + doing + " " + path);
         }
     }
 
