@@ -2,16 +2,20 @@ package io.coord.spring;
 
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
+import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
 import io.coord.election.LeaderSelector;
 import io.coord.election.LeadershipTask;
+import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.ApplicationEventPublisher;
@@ -42,6 +46,12 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
      * coord's on one path, so a fleet can move from one initiator to the other a node at a time.
      */
     public static final String DEFAULT_ROOT = "/spring-integration/leader";
+    /**
+     * The lifecycle phase unless told otherwise: late to start and early to stop, and the phase of
+     * spring-integration-zookeeper's {@code LeaderInitiator}, so that the application's other lifecycle beans start
+     * and stop around either initiator alike.
+     */
+    public static final int DEFAULT_PHASE = Integer.MAX_VALUE - 1000;
 
     private static final Logger log = LoggerFactory.getLogger(CoordLeaderInitiator.class);
 
@@ -118,12 +128,24 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
         return phase;
     }
 
-    /** Joins the election. Idempotent while running. */
+    /**
+     * Joins the election. Idempotent while running. Starts the client if nobody has yet, as spring-integration-zookeeper's
+     * {@code LeaderInitiator} does (its owner still closes it).
+     */
     @Override
     public void start() {
         lifecycle.lock();
         try {
             if (run == null) {
+                if (client.getState() == CuratorFrameworkState.LATENT) {
+                    try {
+                        client.start();
+                    } catch (IllegalStateException e) {
+                        if (client.getState() == CuratorFrameworkState.LATENT) {
+                            throw e;
+                        } // somebody else started it first
+                    }
+                }
                 Run started = new Run();
                 started.selector.autoRequeue();
                 started.selector.start();
@@ -185,6 +207,38 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
         try {
             CoordContext current = run == null ? null : run.current;
             return current != null ? current : CoordContext.notLeading(candidate.getRole());
+        } finally {
+            lifecycle.unlock();
+        }
+    }
+
+    /**
+     * Who leads the election now, read from ZooKeeper as {@link LeaderSelector#leader()} reads it; empty when nobody
+     * does, or while this initiator is not running. spring-integration-zookeeper's context offers the same as
+     * {@code getLeader()}, in Curator's recipe types.
+     *
+     * @throws io.coord.core.CoordinationException if ZooKeeper could not be read
+     */
+    public Optional<Participant> leader() {
+        LeaderSelector selector = runningSelector();
+        return selector == null ? Optional.empty() : selector.leader();
+    }
+
+    /**
+     * Every candidate in the election, the leader first, as {@link LeaderSelector#participants()} reads them; empty
+     * while this initiator is not running.
+     *
+     * @throws io.coord.core.CoordinationException if ZooKeeper could not be read
+     */
+    public List<Participant> participants() {
+        LeaderSelector selector = runningSelector();
+        return selector == null ? List.of() : selector.participants();
+    }
+
+    private LeaderSelector runningSelector() {
+        lifecycle.lock();
+        try {
+            return run == null ? null : run.selector;
         } finally {
             lifecycle.unlock();
         }

@@ -153,15 +153,23 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         WeakReference<ReentrantMutex> kept = lock == null ? mutexes.get(name) : null;
         ReentrantMutex mutex = lock != null ? lock.mutex : kept == null ? null : kept.get();
         LeaseState state;
+        IllegalMonitorStateException notHeld = null;
         try {
             // One look: the hold can end at any moment, and lease() says so with an IllegalMonitorStateException.
             state = mutex == null ? null : mutex.lease().state();
         } catch (IllegalMonitorStateException e) {
             state = null;
+            notHeld = e;
+        }
+        if (state == null && lock != null && lock.lostByCurrentThread()) {
+            throw new IllegalStateException(
+                    "the lock of '" + name + "' under " + root
+                            + " was lost while this thread held it (session expired or node deleted)",
+                    notHeld);
         }
         if (state == null) {
             throw new IllegalStateException(
-                    "the current thread does not hold the lock of '" + name + "' under " + root);
+                    "the current thread does not hold the lock of '" + name + "' under " + root, notHeld);
         }
         if (state != LeaseState.HELD) {
             throw new IllegalStateException("the lock of '" + name + "' under " + root + " is " + state + ", not HELD");
@@ -439,14 +447,19 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
             }
         }
 
+        /** Whether the current thread still owes unlocks of a nesting in which its hold was lost. */
+        boolean lostByCurrentThread() {
+            Nesting nesting = nestings.get(Thread.currentThread());
+            return nesting != null && nesting.lost();
+        }
+
         /**
          * A thread whose hold was lost does not lock again before it has unlocked what it owes: its work may have
          * overlapped another holder's, and that unlock would release the new hold, not the lost one. A caller such as
          * Spring's {@code LockRegistryLeaderInitiator} learns here that it stopped leading.
          */
         private void refuseAfterLoss() {
-            Nesting nesting = nestings.get(Thread.currentThread());
-            if (nesting != null && nesting.lost()) {
+            if (lostByCurrentThread()) {
                 throw new IllegalStateException("the lock for key '" + name + "' under " + root
                         + " was lost while this thread held it (session expired or node deleted); unlock what it"
                         + " still owes before locking again");

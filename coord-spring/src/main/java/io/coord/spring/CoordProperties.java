@@ -154,8 +154,11 @@ public class CoordProperties implements InitializingBean {
         /** Whether the initiator joins the election when the application context starts. */
         private boolean autoStartup = true;
 
-        /** The lifecycle phase in which the initiator starts, late by default, and stops, early. */
-        private int phase = Integer.MAX_VALUE;
+        /**
+         * The lifecycle phase in which the initiator starts, late by default, and stops, early: that of
+         * spring-integration-zookeeper's LeaderInitiator.
+         */
+        private int phase = CoordLeaderInitiator.DEFAULT_PHASE;
 
         public String getRole() {
             return role;

@@ -164,7 +164,7 @@ class CoordAutoConfigurationTest {
 
     @Test
     void aLeaderRoleWithoutSpringIntegrationFailsTheContextSayingWhy() {
-        runner.withClassLoader(new FilteredClassLoader(LockRegistry.class))
+        runner.withClassLoader(new FilteredClassLoader("org.springframework.integration"))
                 .withPropertyValues("coord.zookeeper.connect-string=" + zk.connectString(), "coord.leader.role=billing")
                 .run(context -> assertThat(context)
                         .hasFailed()
@@ -177,7 +177,7 @@ class CoordAutoConfigurationTest {
 
     @Test
     void withoutSpringIntegrationOnlyTheClientIsConfigured() {
-        runner.withClassLoader(new FilteredClassLoader(LockRegistry.class))
+        runner.withClassLoader(new FilteredClassLoader("org.springframework.integration"))
                 .withPropertyValues("coord.zookeeper.connect-string=" + zk.connectString())
                 .run(context -> {
                     assertThat(context).hasSingleBean(CuratorFramework.class);
@@ -207,6 +207,7 @@ class CoordAutoConfigurationTest {
                     CoordLeaderInitiator initiator = context.getBean(CoordLeaderInitiator.class);
                     assertThat(initiator.path()).isEqualTo("/elections/reports");
                     assertThat(initiator.isRunning()).isTrue();
+                    assertThat(initiator.getPhase()).isEqualTo(Integer.MAX_VALUE - 1000);
                     LeaderEvents events = context.getBean(LeaderEvents.class);
                     await().until(() -> !events.events.isEmpty());
                     assertThat(events.events.get(0)).isInstanceOf(OnGrantedEvent.class);

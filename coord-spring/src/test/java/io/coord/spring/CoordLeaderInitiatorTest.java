@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.coord.core.Participant;
 import io.coord.testkit.ZooKeeperEnsemble;
 import io.coord.testkit.ZooKeeperTest;
 import java.util.ArrayList;
@@ -16,6 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.imps.CuratorFrameworkState;
 import org.apache.curator.framework.state.SessionConnectionStateErrorPolicy;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -147,6 +149,8 @@ class CoordLeaderInitiatorTest {
         assertThat(second.getContext().isLeader()).isFalse();
         long firstEpoch = ((CoordLeaderInitiator.CoordContext) first.getContext()).fencingToken();
         awaitCandidates(2);
+        assertThat(second.leader().map(Participant::id)).contains("a");
+        assertThat(first.participants()).extracting(Participant::id).containsExactly("a", "b");
 
         first.getContext().yield();
 
@@ -300,6 +304,17 @@ class CoordLeaderInitiatorTest {
     }
 
     @Test
+    void startStartsAClientNobodyStartedInTheLifecyclePhaseOfSpringIntegrations() throws Exception {
+        CuratorFramework client = zk.unstartedClient(builder -> {});
+        CoordLeaderInitiator initiator = new CoordLeaderInitiator(client, new Recorder("a"), "/leaders");
+        assertThat(initiator.getPhase()).isEqualTo(Integer.MAX_VALUE - 1000);
+        initiator.start();
+        started.add(initiator);
+        await().until(() -> initiator.getContext().isLeader());
+        assertThat(client.getState()).isEqualTo(CuratorFrameworkState.STARTED);
+    }
+
+    @Test
     void stopRevokesBeforeItReturnsAndLeavesNothingBehind() throws Exception {
         CoordLeaderInitiator initiator = start(zk.newClient(), new Recorder("a"));
         awaitGrants(initiator, 1);
@@ -313,6 +328,8 @@ class CoordLeaderInitiatorTest {
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessage("not the leader of billing: there is no term to fence with");
         zk.assertNoLeaksUnder("/leaders/billing");
+        assertThat(initiator.leader()).isEmpty();
+        assertThat(initiator.participants()).isEmpty();
 
         initiator.start(); // a stopped initiator can start again
         await().until(() -> initiator.getContext().isLeader());

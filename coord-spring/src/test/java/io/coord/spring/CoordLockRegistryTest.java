@@ -163,11 +163,14 @@ class CoordLockRegistryTest {
 
         zk.expireSession(client);
 
-        // A hold ends with its lease: the thread holds nothing to renew any more.
+        // A hold ends with its lease: the thread holds nothing to renew any more, and is told how it ended.
         await().until(() -> lease.state() == LeaseState.LOST);
         assertThatThrownBy(() -> registry.renewLock("renewed"))
                 .isInstanceOf(IllegalStateException.class)
-                .hasMessage("the current thread does not hold the lock of 'renewed' under /locks");
+                .hasMessage("the lock of 'renewed' under /locks was lost while this thread held it (session expired"
+                        + " or node deleted)")
+                .cause()
+                .hasMessageEndingWith("; its lease ended LOST");
         // The usual finally block releases what the thread owes, and says that mutual exclusion may have failed.
         assertThatThrownBy(lock::unlock)
                 .isInstanceOf(IllegalStateException.class)
