@@ -332,7 +332,11 @@ final class QueueClaim<T> implements Claim<T> {
             } else if (queue.context.sessionId() != session) {
                 withdraw(queue, name, provenBy); // nothing sent landed, and the session may live on at the server
             } else if (outcome != null) {
-                log.debug("release of {} left to its session's end: {}", claimPath, outcome.code());
+                // Refused (a permission on the claims, say): nobody can take the item until this session ends.
+                log.warn(
+                        "the release of {} was refused ({}): the item stays claimed until this client's session ends",
+                        claimPath,
+                        outcome.code());
             }
         } catch (Slots.WriteInDoubt e) {
             // The release may have landed: the claim node says. A name held for good would hide the item from this

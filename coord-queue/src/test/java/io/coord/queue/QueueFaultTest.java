@@ -4,12 +4,14 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.internal.ClientContext;
 import io.coord.testkit.Background;
+import io.coord.testkit.CapturedLog;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
@@ -931,6 +933,34 @@ class QueueFaultTest {
 
         admin.setACL().withACL(List.of(new ACL(ZooDefs.Perms.ALL, ANYONE))).forPath(path + "/claims");
         assertEquals(List.of("a"), drain(plain));
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aClaimWhoseReleaseIsRefusedSaysSoAndItsItemComesBackWithTheSession() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("release-refused");
+        CuratorFramework admin = zk.newClient();
+        CuratorFramework claiming = zk.newClient();
+        queue(admin, path).offer("a");
+        Claim<String> claim =
+                queue(claiming, path).claim(Duration.ofSeconds(10)).orElseThrow();
+        admin.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL & ~ZooDefs.Perms.DELETE, ANYONE)))
+                .forPath(path + "/claims");
+
+        String claimPath = path + "/claims/"
+                + admin.getChildren().forPath(path + "/claims").get(0);
+        try (CapturedLog log = new CapturedLog()) {
+            claim.close(); // AutoCloseable: it does not throw, and cannot be sent again
+            await().until(() -> log.linesOf("io.coord.queue").stream()
+                    .anyMatch(l -> l.contains("the release of " + claimPath + " was refused (NOAUTH): the item stays"
+                            + " claimed until this client's session ends")));
+        }
+        admin.setACL().withACL(List.of(new ACL(ZooDefs.Perms.ALL, ANYONE))).forPath(path + "/claims");
+        DistributedQueue<String> other = queue(admin, path);
+        assertNull(other.poll(), "still claimed");
+        claiming.close();
+        assertEquals("a", other.poll(Duration.ofSeconds(20)));
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
