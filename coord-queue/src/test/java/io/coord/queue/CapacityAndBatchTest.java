@@ -207,13 +207,13 @@ class CapacityAndBatchTest {
     }
 
     @Test
-    void batchWhoseTransactionFailsIsRolledBackWholeAndWrittenExactlyOnce() throws Exception {
+    void batchWhoseWriteSlotWasDeletedByHandIsWrittenWholeAndOnceWithANewSlot() throws Exception {
         String path = ZooKeeperFixture.uniquePath("batch-rollback");
         CuratorFramework client = zk.newClient();
         DistributedQueue<String> queue = queue(client, path, 10);
         queue.putAll(List.of("a", "b"));
-        // Pull the write slot from under the producer: the next transaction's last operation fails on it, so its
-        // creates, which ran first, are undone with it. The producer takes a new slot and writes again.
+        // Pull the write slot from under the producer: the next transaction fails on it, at its first operation (the
+        // slot's version), before any of its creates. The producer takes a new slot and writes the batch again.
         CuratorFramework other = zk.newClient();
         for (String slot : other.getChildren().forPath(path + "/slots")) {
             other.delete().forPath(path + "/slots/" + slot);

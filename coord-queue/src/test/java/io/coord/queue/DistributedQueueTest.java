@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -18,6 +19,7 @@ import java.util.NoSuchElementException;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.Test;
@@ -58,13 +60,19 @@ class DistributedQueueTest {
     void blockedTakeWakesWhenAnItemIsOffered() throws Exception {
         String path = ZooKeeperFixture.uniquePath("take");
         DistributedQueue<String> consumer = queue(zk.newClient(), path);
+        AtomicReference<Thread> taking = new AtomicReference<>();
         CompletableFuture<String> taken = CompletableFuture.supplyAsync(() -> {
+            taking.set(Thread.currentThread());
             try {
                 return consumer.take();
             } catch (InterruptedException e) {
                 throw new IllegalStateException(e);
             }
         });
+        // Parked on its watch before anything is offered: the offer must wake it.
+        await().until(() -> taking.get() != null
+                && taking.get().getState() == Thread.State.WAITING
+                && !zk.ensemble().watchesUnder(path).isEmpty());
 
         queue(zk.newClient(), path).offer("hello");
 

@@ -177,7 +177,8 @@ class QueueDeadlineTest {
                 Duration.ofSeconds(Long.MAX_VALUE),
                 Duration.ofNanos(Long.MAX_VALUE),
                 Duration.ofNanos(Long.MAX_VALUE).plusNanos(1),
-                ChronoUnit.MILLENNIA.getDuration());
+                ChronoUnit.MILLENNIA.getDuration(),
+                Duration.ofDays(200 * 365)); // long, but a deadline still
 
         for (Duration timeout : timeouts) {
             assertTrue(queue.offer("offered", timeout), timeout::toString);

@@ -1378,7 +1378,9 @@ class QueueFaultTest {
         DistributedQueue<String> consumer = queue(zk.newClient(), path);
         AtomicInteger outcome = new AtomicInteger();
         Thread taker = startTaking(consumer, outcome);
-        await().during(Duration.ofMillis(200)).atMost(Duration.ofSeconds(2)).until(taker::isAlive);
+        // Parked on its watch: the interrupt must end the wait itself.
+        await().until(() -> taker.getState() == Thread.State.WAITING
+                && !zk.ensemble().watchesUnder(path).isEmpty());
 
         taker.interrupt();
         taker.join(10_000);
