@@ -49,6 +49,21 @@ class LeakChecksTest {
     }
 
     @Test
+    void aLeftChildrenWatchFailsTheCheckTooThoughNoFourLetterWordListsIt(ZooKeeperEnsemble zk) throws Exception {
+        CuratorFramework client = zk.newClient();
+        client.create().creatingParentsIfNeeded().forPath("/parent/child");
+        client.getChildren().watched().forPath("/parent");
+        client.getData().watched().forPath("/parent/child");
+
+        assertEquals(Map.of("/parent", 1, "/parent/child", 1), zk.watchesUnder("/parent"));
+        AssertionError left = assertThrows(AssertionError.class, () -> zk.assertNoWatchesUnder("/parent"));
+        assertTrue(left.getMessage().contains("/parent (1)"), left.getMessage());
+
+        client.close();
+        zk.assertNoWatchesUnder("/parent");
+    }
+
+    @Test
     void aPathThatIsNoZooKeeperPathIsRefusedRatherThanFoundClean(ZooKeeperEnsemble zk) {
         // "/a/" and "a" match no watched path: a check that took them would pass whatever is left.
         for (String path : new String[] {"/a/", "a", ""}) {
