@@ -146,7 +146,11 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                     ensemble.awaitServing(server, SERVER_READY);
                 }
             } catch (Exception | Error e) {
-                ensemble.close();
+                try {
+                    ensemble.close();
+                } catch (IOException | RuntimeException closing) {
+                    e.addSuppressed(closing);
+                }
                 throw e;
             }
             return ensemble;
@@ -309,6 +313,9 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
      * client that needs something done before it starts, such as a tracer. {@link #connect} starts it.
      */
     public CuratorFramework unstartedClient(Consumer<CuratorFrameworkFactory.Builder> custom) {
+        if (closed.get()) {
+            throw ensembleClosed();
+        }
         CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(connectString())
                 .sessionTimeoutMs((int) sessionTimeout.toMillis())
@@ -319,7 +326,16 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         custom.accept(builder);
         CuratorFramework client = builder.build();
         clients.add(client);
+        if (closed.get()) { // closed meanwhile: nobody would close this one
+            clients.remove(client);
+            throw ensembleClosed();
+        }
         return client;
+    }
+
+    private IllegalStateException ensembleClosed() {
+        return new IllegalStateException("this ensemble (" + connectString()
+                + ") was closed with its test class: use the one of the running test");
     }
 
     /** Starts {@code client} if it is not started and waits until it is connected. */
@@ -382,8 +398,16 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
 
     /** A proxy in front of {@code server}, closed after the test: connect clients to its connect string. */
     public ZooKeeperProxy proxy(EmbeddedServer server) throws IOException {
+        if (closed.get()) {
+            throw ensembleClosed();
+        }
         ZooKeeperProxy proxy = ZooKeeperProxy.start(server.socketAddress());
         proxies.add(proxy);
+        if (closed.get()) {
+            proxies.remove(proxy);
+            proxy.close();
+            throw ensembleClosed();
+        }
         return proxy;
     }
 
@@ -544,13 +568,22 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         } catch (RuntimeException e) {
             failed = either(failed, e);
         } finally {
-            clients.forEach(CuratorFramework::close); // those a failure passed by; closing twice does nothing
-            clients.clear();
-            proxies.forEach(ZooKeeperProxy::close);
-            proxies.clear();
+            closeAll(); // those a failure passed by; closing twice does nothing
         }
         if (failed != null) {
             throw failed;
+        }
+    }
+
+    /** Closes every client and proxy, each taken off its list as it closes, so that one added meanwhile is kept. */
+    private void closeAll() {
+        for (CuratorFramework client : clients) {
+            client.close();
+            clients.remove(client);
+        }
+        for (ZooKeeperProxy proxy : proxies) {
+            proxy.close();
+            proxies.remove(proxy);
         }
     }
 
@@ -611,10 +644,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        clients.forEach(CuratorFramework::close);
-        clients.clear();
-        proxies.forEach(ZooKeeperProxy::close);
-        proxies.clear();
+        closeAll();
         // Server by server, so that one that fails to stop does not keep the others running; the ports and files are
         // freed only once every server stopped, as another ensemble must not take what a running server uses.
         IOException failed = null;
@@ -695,12 +725,20 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     }
 
     private static String fourLetterWord(EmbeddedServer server, String word) {
+        String reply;
         try {
-            return FourLetterWordMain.send4LetterWord(
+            reply = FourLetterWordMain.send4LetterWord(
                     server.host(), server.port(), word, false, FOUR_LETTER_TIMEOUT_MS);
         } catch (Exception e) {
             throw new IllegalStateException(word + " to " + server + " failed: " + e, e);
         }
+        if (reply.contains("is not executed because it is not in the whitelist")) {
+            // The whitelist is read once per JVM, when the first server answers one: set before any server started.
+            throw new IllegalStateException(server + " refuses " + word
+                    + ", which the kit reads (set the system property"
+                    + " zookeeper.4lw.commands.whitelist to * before any ZooKeeper server starts): " + reply.trim());
+        }
+        return reply;
     }
 
     private static boolean isAtOrUnder(String candidate, String path) {

@@ -2,6 +2,7 @@ package io.coord.testkit;
 
 import java.io.BufferedInputStream;
 import java.io.DataInputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -244,7 +245,14 @@ public final class ZooKeeperProxy implements AutoCloseable {
         DataInputStream in = new DataInputStream(new BufferedInputStream(from.getInputStream(), CHUNK_BYTES));
         boolean[] handshake = {true}; // the first packet answers the handshake and has no header
         return () -> {
-            int length = in.readInt();
+            int length;
+            try {
+                length = in.readInt();
+            } catch (EOFException e) {
+                // The server closed the connection after its last packet (a session it found expired, say): what it
+                // sent before still goes to the client, after the same delay, and then the end.
+                return null;
+            }
             if (length < 0 || length > LONGEST_PACKET) {
                 // Not a ZooKeeper reply (a four-letter word's answer has no length): pass nothing, end the relay.
                 throw new IOException("not a ZooKeeper packet: length " + length);

@@ -1,12 +1,19 @@
 package io.coord.testkit;
 
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -124,6 +131,32 @@ class FaultsTest {
         await().until(() -> relayThreads().isEmpty());
     }
 
+    @Test
+    void whatAServerSendsBeforeItClosesReachesTheClientAfterTheDelay() throws Exception {
+        // A server that answers once and closes, as ZooKeeper does when it finds a session expired.
+        byte[] packet = {0, 0, 0, 4, 1, 2, 3, 4};
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Thread answering = new Thread(() -> {
+                try (Socket connection = server.accept()) {
+                    connection.getOutputStream().write(packet);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            answering.start();
+            ZooKeeperProxy proxy = ZooKeeperProxy.start((InetSocketAddress) server.getLocalSocketAddress())
+                    .delay(Duration.ofMillis(200));
+            String address = proxy.connectString();
+            int port = Integer.parseInt(address.substring(address.lastIndexOf(':') + 1));
+            try (Socket client = new Socket(InetAddress.getLoopbackAddress(), port)) {
+                assertArrayEquals(packet, client.getInputStream().readAllBytes());
+            } finally {
+                proxy.close();
+                answering.join();
+            }
+        }
+    }
+
     /** The threads of every proxy's open connections: four each. */
     private static List<String> relayThreads() {
         return Thread.getAllStackTraces().keySet().stream()
@@ -183,6 +216,22 @@ class FaultsTest {
                 session.getMessage());
         assertThrows(
                 NullPointerException.class, () -> ZooKeeperEnsemble.builder().sessionTimeout(null));
+    }
+
+    @Test
+    void anEnsembleUsedAfterItClosedSaysSo() throws Exception {
+        ZooKeeperEnsemble closed = ZooKeeperEnsemble.builder().start();
+        EmbeddedServer server = closed.servers().get(0);
+        closed.close();
+        String expected = "this ensemble (" + closed.connectString()
+                + ") was closed with its test class: use the one of the" + " running test";
+        assertEquals(
+                expected,
+                assertThrows(IllegalStateException.class, closed::newClient).getMessage());
+        assertEquals(
+                expected,
+                assertThrows(IllegalStateException.class, () -> closed.proxy(server))
+                        .getMessage());
     }
 
     @Test
