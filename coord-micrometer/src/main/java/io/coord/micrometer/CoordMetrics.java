@@ -61,7 +61,10 @@ public final class CoordMetrics implements MeterBinder, AutoCloseable {
         this(UnaryOperator.identity());
     }
 
-    /** Tags each meter with {@code pathTag} applied to the primitive's path. */
+    /**
+     * Tags each meter with {@code pathTag} applied to the primitive's path. It runs at every event, where the event
+     * happens (ZooKeeper's event thread among others): it must be quick, and must not block.
+     */
     public CoordMetrics(UnaryOperator<String> pathTag) {
         this.pathTag = Objects.requireNonNull(pathTag, "pathTag must not be null");
     }

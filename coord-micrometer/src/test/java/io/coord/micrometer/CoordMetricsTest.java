@@ -374,8 +374,8 @@ class CoordMetricsTest {
         return counter == null ? 0 : (long) counter.count();
     }
 
+    /** The gauge's value; fails if it is not registered, so that a missing gauge never reads as 0. */
     private double gauge(String name, String path) {
-        Gauge gauge = find(name, path).gauge();
-        return gauge == null ? 0 : gauge.value();
+        return registry.get(name).tag("path", path).gauge().value();
     }
 }
