@@ -71,7 +71,8 @@ public final class LeaderLatch implements AutoCloseable {
 
     /**
      * Joins the election. Once only: a second call, or a call after {@link #close()}, throws
-     * {@link IllegalStateException}, as does a client that was never started.
+     * {@link IllegalStateException}, as does a client that was never started; a closed client throws
+     * {@link CoordinationException}. A start refused for its client's sake leaves this object unstarted.
      */
     public void start() {
         candidacy.start();
@@ -89,7 +90,7 @@ public final class LeaderLatch implements AutoCloseable {
      * Waits until this latch leads.
      *
      * @throws IllegalStateException if the latch is not started, or is closed before it leads
-     * @throws CoordinationException if the latch left the election on a failure, such as a closed client
+     * @throws CoordinationException if the latch left the election: its client was closed
      */
     public void await() throws InterruptedException {
         candidacy.await(Deadline.forever());

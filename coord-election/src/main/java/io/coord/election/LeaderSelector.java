@@ -68,7 +68,8 @@ public final class LeaderSelector implements AutoCloseable {
 
     /**
      * Joins the election. Once only: a second call, or a call after {@link #close()}, throws
-     * {@link IllegalStateException}, as does a client that was never started.
+     * {@link IllegalStateException}, as does a client that was never started; a closed client throws
+     * {@link io.coord.core.CoordinationException}. A start refused for its client's sake leaves this object unstarted.
      */
     public void start() {
         terms.start();

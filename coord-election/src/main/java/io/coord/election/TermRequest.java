@@ -2,6 +2,7 @@ package io.coord.election;
 
 import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
+import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.Executors;
 import io.coord.core.internal.LeaseEngine;
 import java.time.Duration;
@@ -37,6 +38,7 @@ final class TermRequest {
     private int failedInARow;
     private int retryDue;
     private int withdrawals;
+    private CompletableFuture<Void> retryWait; // the wait of the retry due, if any
 
     TermRequest(LeaseEngine engine, ReentrantLock ownerLock) {
         this.engine = engine;
@@ -110,15 +112,19 @@ final class TermRequest {
     Runnable retryLater(Logger log, String name, Throwable error, Runnable again) {
         Duration delay = retryDelay(++failedInARow);
         int retry = ++retryDue;
+        // A close of the client ends the wait at once, so that the retry meets the close and says so; a withdrawal
+        // cancels it.
+        CompletableFuture<Void> wait = ClientContext.of(engine.client()).track(Executors.after(delay));
+        retryWait = wait;
         return () -> {
             log.warn("{} could not join the election; it tries again in {}", name, delay, error);
-            Executors.later(
-                    () -> {
+            wait.whenCompleteAsync(
+                    (due, closed) -> {
                         if (isDue(retry)) {
                             again.run();
                         }
                     },
-                    delay);
+                    ClientContext.of(engine.client()).callbacks());
         };
     }
 
@@ -131,6 +137,9 @@ final class TermRequest {
     private boolean isDue(int retry) {
         ownerLock.lock();
         try {
+            if (retry == retryDue) {
+                retryWait = null;
+            }
             return retry == retryDue && pending == null;
         } finally {
             ownerLock.unlock();
@@ -149,15 +158,19 @@ final class TermRequest {
 
     /**
      * Under the owner's lock: forgets the pending request, so that a grant already on its way finds itself unwanted
-     * and releases its lease, and a retry waiting for its time does nothing. Returns the request, for the caller to cancel once the lock is released (the engine
-     * then withdraws it and deletes its node); null if none was pending.
+     * and releases its lease, and a retry waiting for its time does nothing. Returns the request, for the caller to
+     * cancel once the lock is released (the engine then withdraws it and deletes its node); null if none was pending.
      */
     CompletableFuture<Lease> withdraw() {
         CompletableFuture<Lease> withdrawn = pending;
         pending = null;
         withdrawals++; // and a send under way, not pending yet
-        retryDue++; // a retry of a failed request is withdrawn too
+        retryDue++; // a retry of a failed request is withdrawn too, and its wait ended
         failedInARow = 0;
+        if (retryWait != null) {
+            retryWait.cancel(false);
+            retryWait = null;
+        }
         return withdrawn;
     }
 

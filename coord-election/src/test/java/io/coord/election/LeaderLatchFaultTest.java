@@ -294,6 +294,29 @@ class LeaderLatchFaultTest {
     }
 
     @Test
+    void aLatchWaitingToTryAgainLeavesTheElectionAsSoonAsItsClientCloses() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("refused-then-closed");
+        CuratorFramework client = zk.newClient();
+        client.create()
+                .creatingParentsIfNeeded()
+                .withACL(List.of(new ACL(ZooDefs.Perms.READ | ZooDefs.Perms.ADMIN, ANYONE)))
+                .forPath(path);
+        LeaderLatch latch = new LeaderLatch(client, path, "latch");
+        try (CapturedLog log = new CapturedLog()) {
+            latch.start();
+            await().until(() -> log.linesOf("io.coord.election").stream()
+                    .anyMatch(l -> l.contains(latch + " could not join the election; it tries again in PT2S")));
+        }
+
+        // The next try is two seconds away: the close must not wait for it.
+        client.close();
+        CoordinationException closed =
+                assertThrows(CoordinationException.class, () -> latch.await(Duration.ofMillis(1_500)));
+        assertTrue(closed.getMessage().startsWith(latch + " left the election: "), closed.getMessage());
+        latch.close();
+    }
+
+    @Test
     void aLatchWhoseRequeueZooKeeperRefusesLeadsOnceLetInAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("requeue-refused");
         CuratorFramework admin = zk.newClient();

@@ -1,8 +1,10 @@
 package io.coord.core.internal;
 
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
@@ -30,6 +32,18 @@ public final class Executors {
     /** Runs {@code task} on coord's completion pool once {@code delay} has passed (the timer itself only hands it on). */
     public static void later(Runnable task, Duration delay) {
         TIMER.schedule(() -> USER.execute(task), Deadline.saturatedNanos(delay), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * A future that completes once {@code delay} has passed, on coord's completion pool. Completing or cancelling it
+     * first takes its timer off the clock, so that a wait given up holds on to nothing.
+     */
+    public static CompletableFuture<Void> after(Duration delay) {
+        CompletableFuture<Void> due = new CompletableFuture<>();
+        ScheduledFuture<?> timer = TIMER.schedule(
+                () -> USER.execute(() -> due.complete(null)), Deadline.saturatedNanos(delay), TimeUnit.NANOSECONDS);
+        due.whenComplete((done, error) -> timer.cancel(false));
+        return due;
     }
 
     private static ScheduledThreadPoolExecutor timer() {
