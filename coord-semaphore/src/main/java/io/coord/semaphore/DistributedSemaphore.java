@@ -5,7 +5,6 @@ import io.coord.core.Lease;
 import io.coord.core.LeasePredicate;
 import io.coord.core.Participant;
 import io.coord.core.internal.Arguments;
-import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.LeaseEngine;
 import io.coord.core.internal.MultiRead;
@@ -16,7 +15,6 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.LongSupplier;
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.imps.CuratorFrameworkState;
 
 /**
  * A counting semaphore shared across processes: never more than {@code maxLeases} permits are held at once, across
@@ -166,9 +164,7 @@ public final class DistributedSemaphore {
             throw new CoordinationException(
                     "interrupted while reading the maxLeases record of " + engine.path() + " before revoking", e);
         } catch (IllegalStateException e) {
-            if (engine.client().getState() == CuratorFrameworkState.STOPPED) {
-                throw ClientContext.closedError(engine.path()); // Curator says so with IllegalStateException
-            }
+            engine.checkRevocable(holder, force); // closed meanwhile: Curator says so with IllegalStateException
             throw e; // the record's refusal
         } catch (RuntimeException e) {
             throw e;

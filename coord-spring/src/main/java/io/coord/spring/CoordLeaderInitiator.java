@@ -134,18 +134,19 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
      */
     @Override
     public void start() {
+        // Outside the lock: starting a client makes its ZooKeeper handle, which may look host names up.
+        if (client.getState() == CuratorFrameworkState.LATENT) {
+            try {
+                client.start();
+            } catch (IllegalStateException e) {
+                if (client.getState() == CuratorFrameworkState.LATENT) {
+                    throw e;
+                } // somebody else started it first
+            }
+        }
         lifecycle.lock();
         try {
             if (run == null) {
-                if (client.getState() == CuratorFrameworkState.LATENT) {
-                    try {
-                        client.start();
-                    } catch (IllegalStateException e) {
-                        if (client.getState() == CuratorFrameworkState.LATENT) {
-                            throw e;
-                        } // somebody else started it first
-                    }
-                }
                 Run started = new Run();
                 started.selector.autoRequeue();
                 started.selector.start();

@@ -53,6 +53,7 @@ import org.slf4j.LoggerFactory;
  * hears of it ({@code PersistentWatchRemoved}) and adds its watch again.
  */
 public final class ClientContext {
+    private static final Duration REFUSED_REMOVAL_PAUSE = Duration.ofMillis(100);
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
     private static final ReentrantLock REGISTRY_LOCK = new ReentrantLock();
     // Connection -> namespace ("" for none) -> context. Weak both ways: the client keeps its context alive through the
@@ -807,8 +808,9 @@ public final class ClientContext {
     /**
      * Like {@link #dropWatches}, completing with the server's answer: OK (NOWATCHER too), an in-doubt code if the
      * connection went first, or SYSTEMERROR if the client is closed. A removal the handle refuses to send while the
-     * client is open (Curator hands a background error it queued to the next caller) answers CONNECTIONLOSS: the
-     * watch is still there, and the caller sends the removal again once connected, as after a lost connection.
+     * client is open (Curator hands a background error it queued to the next caller) answers CONNECTIONLOSS a moment
+     * later: the watch is still there, and the caller sends the removal again once connected, as after a lost
+     * connection.
      *
      * <p>Sent on the current ZooKeeper handle, without Curator's retries: a retry can reach the server after a later
      * add of the same watch (each retry waits its own backoff), or on a new session's handle, and remove that watch
@@ -833,9 +835,14 @@ public final class ClientContext {
                             },
                             null);
         } catch (Exception e) {
-            boolean closedNow = isClosed();
-            log.debug("removal of the watches on {} not sent{}", path, closedNow ? ": the client is closed" : "", e);
-            done.complete(closedNow ? KeeperException.Code.SYSTEMERROR : KeeperException.Code.CONNECTIONLOSS);
+            if (isClosed()) {
+                log.debug("removal of the watches on {} not sent: the client is closed", path, e);
+                done.complete(KeeperException.Code.SYSTEMERROR);
+            } else {
+                // Answered a while later, so that a handle that refuses again and again is not asked without end.
+                log.debug("removal of the watches on {} not sent", path, e);
+                Executors.later(() -> done.complete(KeeperException.Code.CONNECTIONLOSS), REFUSED_REMOVAL_PAUSE);
+            }
         }
         return done;
     }

@@ -47,8 +47,8 @@ public final class ThreadBoundLock implements DistributedLock {
         int count;
         // Releases the thread still owes holds that ended before its current one: paid after the current hold's own.
         int owed;
-        // The lease of the thread's last hold if it ended without release() and no hold came after it, so that
-        // lease() can still say how it ended once a new acquisition has put it aside.
+        // The lease of the thread's last hold if it ended before the thread let go and no hold came after it, so that
+        // lease() can still say how it ended once the owed releases are made, or a new acquisition has put it aside.
         Lease ended;
     }
 
