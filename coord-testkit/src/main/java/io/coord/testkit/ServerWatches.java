@@ -3,8 +3,10 @@ package io.coord.testkit;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.curator.test.TestingZooKeeperServer;
 
@@ -19,9 +21,9 @@ final class ServerWatches {
 
     private ServerWatches() {}
 
-    /** For each path with children watches on {@code server}, how many sessions watch it. */
-    static Map<String, Integer> childWatches(TestingZooKeeperServer server) {
-        Map<String, Integer> counts = new LinkedHashMap<>();
+    /** For each path with children watches on {@code server}, the sessions that watch it ({@code 0x...}, as wchp). */
+    static Map<String, Set<String>> childWatches(TestingZooKeeperServer server) {
+        Map<String, Set<String>> counts = new LinkedHashMap<>();
         try {
             Object embedded = call(server, TestingZooKeeperServer.class, "getMain");
             Object connections = call(embedded, embedded.getClass(), "getServerCnxnFactory");
@@ -37,7 +39,11 @@ final class ServerWatches {
             Object watches = childWatches.get(tree);
             Object report = call(watches, watches.getClass(), "getWatchesByPath");
             Map<?, ?> byPath = (Map<?, ?>) call(report, report.getClass(), "toMap");
-            byPath.forEach((path, sessions) -> counts.put((String) path, ((Collection<?>) sessions).size()));
+            byPath.forEach((path, sessions) -> {
+                Set<String> ids = new HashSet<>();
+                ((Collection<?>) sessions).forEach(id -> ids.add("0x" + Long.toHexString((Long) id)));
+                counts.put((String) path, ids);
+            });
         } catch (ReflectiveOperationException | RuntimeException e) {
             if (WARNED.compareAndSet(false, true)) {
                 System.getLogger(ServerWatches.class.getName())

@@ -21,6 +21,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.regex.Matcher;
@@ -75,6 +76,8 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     private final List<EmbeddedServer> servers;
     private final Duration sessionTimeout;
     private final List<CuratorFramework> clients = new CopyOnWriteArrayList<>();
+    // Every change of connection any client has heard: a leak check that sees one while it reads cannot trust the read.
+    private final AtomicLong connectionChanges = new AtomicLong();
     private final List<ZooKeeperProxy> proxies = new CopyOnWriteArrayList<>();
 
     private ZooKeeperEnsemble(TestingCluster cluster, List<InstanceSpec> specs, Duration sessionTimeout) {
@@ -325,6 +328,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                 .ensembleTracker(false);
         custom.accept(builder);
         CuratorFramework client = builder.build();
+        client.getConnectionStateListenable().addListener((c, state) -> connectionChanges.incrementAndGet());
         clients.add(client);
         if (closed.get()) { // closed meanwhile: nobody would close this one
             clients.remove(client);
@@ -426,8 +430,8 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     }
 
     /**
-     * For each watched path at or under {@code path}, how many watches the running servers hold on it: data, child and
-     * persistent watches, one per session and kind.
+     * For each watched path at or under {@code path}, how many sessions the running servers hold a watch on it for:
+     * data, child or persistent watches (a session that has several kinds there counts once).
      *
      * @throws IllegalArgumentException if {@code path} is not a ZooKeeper path ("/a", not "a" or "/a/")
      * @throws IllegalStateException if a running server is not serving requests yet (an election is under way)
@@ -441,19 +445,23 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                 // Between a kill and the next election: its clients may yet set their watches again there.
                 throw new NotServing(server + " is not serving requests yet: " + reply.trim());
             }
+            // A session is connected to one server, so its watches are all on that one: sessions are counted per
+            // server.
+            Map<String, Set<String>> sessions = new LinkedHashMap<>();
             String watchedPath = null;
             for (String line : reply.split("\n")) {
                 if (line.startsWith("/")) {
                     watchedPath = isAtOrUnder(line.trim(), path) ? line.trim() : null;
                 } else if (watchedPath != null && line.trim().startsWith("0x")) {
-                    watches.merge(watchedPath, 1, Integer::sum);
+                    sessions.computeIfAbsent(watchedPath, p -> new HashSet<>()).add(line.trim());
                 }
             }
-            ServerWatches.childWatches(serverOf(server)).forEach((watched, sessions) -> {
+            ServerWatches.childWatches(serverOf(server)).forEach((watched, watching) -> {
                 if (isAtOrUnder(watched, path)) {
-                    watches.merge(watched, sessions, Integer::sum);
+                    sessions.computeIfAbsent(watched, p -> new HashSet<>()).addAll(watching);
                 }
             });
+            sessions.forEach((watched, watching) -> watches.merge(watched, watching.size(), Integer::sum));
         }
         return watches;
     }
@@ -493,15 +501,23 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         PathUtils.validatePath(path);
         List<String> left = awaitEmpty(() -> {
             try {
+                // A server drops the watches of a connection that closes, and the client sets them again once it
+                // reconnects: none seen is final only if every client was connected all along.
+                long changesBefore = connectionChanges.get();
+                List<String> disconnected = disconnectedClients();
                 List<String> watches = watchesUnder(path).entrySet().stream()
                         .map(e -> e.getKey() + " (" + e.getValue() + ")")
                         .toList();
-                if (watches.isEmpty()) {
-                    // A server drops the watches of a connection that closes, and the client sets them again once
-                    // it reconnects: none seen is final only while every client is connected.
-                    return disconnectedClients();
+                if (!watches.isEmpty()) {
+                    return watches;
                 }
-                return watches;
+                if (disconnected.isEmpty()) {
+                    disconnected = disconnectedClients();
+                }
+                if (disconnected.isEmpty() && connectionChanges.get() != changesBefore) {
+                    disconnected = List.of("unknown: a client's connection changed while the watches were read");
+                }
+                return disconnected;
             } catch (NotServing notYet) {
                 return List.of(notYet.getMessage()); // not known yet: asked again until the deadline
             }

@@ -290,8 +290,13 @@ public final class ZooKeeperProxy implements AutoCloseable {
             Thread.currentThread().interrupt();
             end(from, to);
         } finally {
-            // Wakes a writer parked on an empty queue; a full queue means the writer is busy and finds out itself.
-            queue.offer(new Chunk(END, System.nanoTime() + oneWayNanos));
+            // Behind what is queued, so that the writer passes it all on first; waits for room if need be. A relay
+            // that ended otherwise has interrupted this thread, and its writer is gone: nothing is waited for then.
+            try {
+                queue.put(new Chunk(END, System.nanoTime() + oneWayNanos));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

@@ -7,8 +7,7 @@ import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.junit.jupiter.api.parallel.Execution;
-import org.junit.jupiter.api.parallel.ExecutionMode;
+import org.junit.jupiter.api.parallel.ResourceLock;
 
 /**
  * Runs a test class against an embedded ZooKeeper ensemble of its own: started before the class's first test,
@@ -38,7 +37,7 @@ import org.junit.jupiter.api.parallel.ExecutionMode;
 @ExtendWith(ZooKeeperExtension.class)
 // One ensemble per class, which each test resets as it ends: a test running beside another would reset its servers,
 // clients and proxies under it.
-@Execution(ExecutionMode.SAME_THREAD)
+@ResourceLock(providers = OneTestAtATime.class)
 public @interface ZooKeeperTest {
     /** How many servers: 1 is a standalone server, 3 or more a quorum that survives losing a minority. */
     int servers() default 1;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.AddWatchMode;
 import org.apache.zookeeper.CreateMode;
 import org.junit.jupiter.api.Test;
 
@@ -52,10 +53,13 @@ class LeakChecksTest {
     void aLeftChildrenWatchFailsTheCheckTooThoughNoFourLetterWordListsIt(ZooKeeperEnsemble zk) throws Exception {
         CuratorFramework client = zk.newClient();
         client.create().creatingParentsIfNeeded().forPath("/parent/child");
+        client.create().forPath("/parent/followed");
         client.getChildren().watched().forPath("/parent");
         client.getData().watched().forPath("/parent/child");
+        // A persistent watch is a data and a children watch on the server: one session's watch all the same.
+        client.watchers().add().withMode(AddWatchMode.PERSISTENT).forPath("/parent/followed");
 
-        assertEquals(Map.of("/parent", 1, "/parent/child", 1), zk.watchesUnder("/parent"));
+        assertEquals(Map.of("/parent", 1, "/parent/child", 1, "/parent/followed", 1), zk.watchesUnder("/parent"));
         AssertionError left = assertThrows(AssertionError.class, () -> zk.assertNoWatchesUnder("/parent"));
         assertTrue(left.getMessage().contains("/parent (1)"), left.getMessage());
 
