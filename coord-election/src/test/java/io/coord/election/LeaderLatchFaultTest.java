@@ -266,11 +266,7 @@ class LeaderLatchFaultTest {
     void aLatchZooKeeperRefusesSaysWhyAndTriesAgainUntilItIsLetIn() throws Exception {
         String path = ZooKeeperFixture.uniquePath("refused");
         CuratorFramework client = zk.newClient();
-        // Anyone may read the path and set its ACL; nobody may create under it until the ACL is put right.
-        client.create()
-                .creatingParentsIfNeeded()
-                .withACL(List.of(new ACL(ZooDefs.Perms.READ | ZooDefs.Perms.ADMIN, ANYONE)))
-                .forPath(path);
+        refusingCreates(client, path);
         LeaderLatch latch = new LeaderLatch(client, path, "latch");
         TermRecorder recorder = new TermRecorder();
         latch.addListener(recorder, Runnable::run);
@@ -278,8 +274,7 @@ class LeaderLatchFaultTest {
         List<String> lines;
         try (CapturedLog log = new CapturedLog()) {
             latch.start();
-            await().until(() -> log.linesOf("io.coord.election").stream()
-                    .anyMatch(l -> l.contains(latch + " could not join the election; it tries again in PT1S")));
+            awaitRetry(log, latch, "PT1S");
             lines = log.linesOf(""); // with the cause's stack trace
         }
         assertTrue(lines.stream().anyMatch(l -> l.contains("NoAuth")), lines.toString());
@@ -293,19 +288,30 @@ class LeaderLatchFaultTest {
         zk.assertNoLeaks(path);
     }
 
-    @Test
-    void aLatchWaitingToTryAgainLeavesTheElectionAsSoonAsItsClientCloses() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("refused-then-closed");
-        CuratorFramework client = zk.newClient();
+    /** Makes {@code path} with an ACL under which anyone may read it and set its ACL, and nobody may create. */
+    private static void refusingCreates(CuratorFramework client, String path) throws Exception {
         client.create()
                 .creatingParentsIfNeeded()
                 .withACL(List.of(new ACL(ZooDefs.Perms.READ | ZooDefs.Perms.ADMIN, ANYONE)))
                 .forPath(path);
+    }
+
+    /** Waits until {@code latch} has said it tries again after {@code delay}. */
+    private static void awaitRetry(CapturedLog log, LeaderLatch latch, String delay) {
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> log.linesOf("io.coord.election").stream()
+                        .anyMatch(l -> l.contains(latch + " could not join the election; it tries again in " + delay)));
+    }
+
+    @Test
+    void aLatchWaitingToTryAgainLeavesTheElectionAsSoonAsItsClientCloses() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("refused-then-closed");
+        CuratorFramework client = zk.newClient();
+        refusingCreates(client, path);
         LeaderLatch latch = new LeaderLatch(client, path, "latch");
         try (CapturedLog log = new CapturedLog()) {
             latch.start();
-            await().until(() -> log.linesOf("io.coord.election").stream()
-                    .anyMatch(l -> l.contains(latch + " could not join the election; it tries again in PT2S")));
+            awaitRetry(log, latch, "PT2S");
         }
 
         // The next try is two seconds away: the close must not wait for it.
@@ -334,9 +340,7 @@ class LeaderLatchFaultTest {
                 .forPath(path);
         try (CapturedLog log = new CapturedLog()) {
             zk.expireSession(client);
-            await().atMost(Duration.ofSeconds(20))
-                    .until(() -> log.linesOf("io.coord.election").stream()
-                            .anyMatch(l -> l.contains(latch + " could not join the election; it tries again")));
+            awaitRetry(log, latch, "PT1S");
         }
         assertEquals(List.of("isLeader", "notLeader"), recorder.events);
         assertFalse(latch.hasLeadership());
