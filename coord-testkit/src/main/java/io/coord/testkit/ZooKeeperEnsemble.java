@@ -21,6 +21,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
@@ -35,6 +36,7 @@ import org.apache.curator.test.InstanceSpec;
 import org.apache.curator.test.TestingCluster;
 import org.apache.curator.test.TestingZooKeeperServer;
 import org.apache.curator.utils.PathUtils;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.FourLetterWordMain;
@@ -787,7 +789,7 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         try {
             syncWith(reader, path); // a follower that lags the leader must not miss a create
             children = reader.getChildren(path, false);
-        } catch (org.apache.zookeeper.KeeperException.NoNodeException e) {
+        } catch (KeeperException.NoNodeException e) {
             return List.of();
         }
         List<String> described = new ArrayList<>();
@@ -803,10 +805,23 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
         return described;
     }
 
-    private static void syncWith(ZooKeeper reader, String path) throws InterruptedException {
+    private static void syncWith(ZooKeeper reader, String path) throws InterruptedException, KeeperException {
         CountDownLatch synced = new CountDownLatch(1);
-        reader.sync(path, (rc, p, ctx) -> synced.countDown(), null);
-        synced.await(CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS);
+        AtomicInteger answer = new AtomicInteger(Integer.MIN_VALUE);
+        reader.sync(
+                path,
+                (rc, p, ctx) -> {
+                    answer.set(rc);
+                    synced.countDown();
+                },
+                null);
+        if (!synced.await(CONNECT_WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            throw KeeperException.create(KeeperException.Code.CONNECTIONLOSS, path);
+        }
+        KeeperException.Code code = KeeperException.Code.get(answer.get());
+        if (code != KeeperException.Code.OK) {
+            throw KeeperException.create(code, path);
+        }
     }
 
     /** What is left, polled until it is empty or twice a session timeout has passed, time for expiries to land. */
@@ -823,6 +838,9 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("leak check interrupted", e);
+            } catch (KeeperException.ConnectionLossException e) {
+                // The check's own connection dropped (its server killed, say): it reconnects, and asks again.
+                left = List.of("unknown: the check lost its connection: " + e.getMessage());
             } catch (Exception e) {
                 throw new IllegalStateException("leak check failed: " + e, e);
             }
