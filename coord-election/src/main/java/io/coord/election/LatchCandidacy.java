@@ -155,7 +155,8 @@ final class LatchCandidacy {
     private Runnable granted(Lease lease, Throwable error) {
         if (error != null) {
             if (engine.client().getState() != CuratorFrameworkState.STOPPED) {
-                return request.retryLater(log, name, error, this::joinAgain);
+                return request.retryLater(
+                        log, name, error, () -> phase == Phase.WAITING && term == null, this::joinAgain);
             }
             failure = error;
             moveTo(Phase.FAILED);
@@ -231,16 +232,8 @@ final class LatchCandidacy {
         return engine.isConfirmed(lease) && !lease.ended().isDone();
     }
 
-    /** A retry's time came: queues again, unless the latch was closed or granted meanwhile. */
+    /** A retry's time came, and the latch still waits: queues again. */
     private void joinAgain() {
-        lock.lock();
-        try {
-            if (phase != Phase.WAITING || term != null) {
-                return;
-            }
-        } finally {
-            lock.unlock();
-        }
         try {
             join();
         } catch (RuntimeException e) {

@@ -218,7 +218,7 @@ final class SelectorTerms {
     private Runnable granted(Lease lease, Throwable error) {
         term = lease;
         if (error != null && autoRequeue && engine.client().getState() != CuratorFrameworkState.STOPPED) {
-            return request.retryLater(log, name, error, this::joinAgain);
+            return request.retryLater(log, name, error, () -> phase == Phase.QUEUED, this::joinAgain);
         }
         moveTo(error == null ? Phase.LEADING : Phase.IDLE);
         if (error != null) {
@@ -241,16 +241,8 @@ final class SelectorTerms {
         };
     }
 
-    /** A retry's time came: queues again, unless the selector was closed meanwhile. */
+    /** A retry's time came, and the selector is still queued: queues again. */
     private void joinAgain() {
-        lock.lock();
-        try {
-            if (phase != Phase.QUEUED) {
-                return;
-            }
-        } finally {
-            lock.unlock();
-        }
         try {
             join();
         } catch (RuntimeException e) {

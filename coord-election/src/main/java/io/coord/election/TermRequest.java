@@ -107,9 +107,9 @@ final class TermRequest {
      * Under the owner's lock: the request failed on something ZooKeeper may grant later (a create throttled, over a
      * quota, or under an ACL that is put right later). Returns what to do once the lock is released: say so, and
      * after a delay (1 s after the first failure in a row, doubling up to 30 s) run {@code again}, unless a request
-     * was sent or withdrawn meanwhile.
+     * was sent or withdrawn meanwhile, or {@code wanted} (read under the owner's lock) says no longer.
      */
-    Runnable retryLater(Logger log, String name, Throwable error, Runnable again) {
+    Runnable retryLater(Logger log, String name, Throwable error, BooleanSupplier wanted, Runnable again) {
         Duration delay = retryDelay(++failedInARow);
         int retry = ++retryDue;
         // A close of the client ends the wait at once, so that the retry meets the close and says so; a withdrawal
@@ -120,7 +120,7 @@ final class TermRequest {
             log.warn("{} could not join the election; it tries again in {}", name, delay, error);
             wait.whenCompleteAsync(
                     (due, closed) -> {
-                        if (isDue(retry)) {
+                        if (isDue(retry, wanted)) {
                             again.run();
                         }
                     },
@@ -134,13 +134,13 @@ final class TermRequest {
         return delay.compareTo(MAX_RETRY_DELAY) < 0 ? delay : MAX_RETRY_DELAY;
     }
 
-    private boolean isDue(int retry) {
+    private boolean isDue(int retry, BooleanSupplier wanted) {
         ownerLock.lock();
         try {
             if (retry == retryDue) {
                 retryWait = null;
             }
-            return retry == retryDue && pending == null;
+            return retry == retryDue && pending == null && wanted.getAsBoolean();
         } finally {
             ownerLock.unlock();
         }
