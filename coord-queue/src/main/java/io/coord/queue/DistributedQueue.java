@@ -58,8 +58,10 @@ import org.apache.zookeeper.data.Stat;
  * {@code poll()}, {@code drainTo(sink, max)}, {@code peek()}, {@code element()}, {@code size()} and {@code
  * isEmpty()}, which never wait, throw {@link CoordinationException} (as they do when the connection drops during the
  * call and they did nothing; neither kind waits for it to come back before a write of theirs is on its way), and an
- * untimed {@code put} waits for the connection, interruptibly, before it joins a write. A timeout shorter than the reads a call needs ends it with nothing done: {@link Duration#ZERO} is the one
- * look. Once the first write is on the wire the call sees it through, past the deadline if need be, so that no item
+ * untimed {@code put} waits for the connection, interruptibly, before it joins a write. A timeout that runs out before the call looked at the queue once (one shorter
+ * than the reads it needs) still gets the look {@link Duration#ZERO} makes, so that a timed call never finds less than
+ * the untimed one: {@code poll(Duration.ofNanos(1))} takes an item that is there, as the timed locks of this library
+ * and a {@code BlockingQueue}'s timed calls do; that look ends with nothing if the connection drops before its write. Once the first write is on the wire the call sees it through, past the deadline if need be, so that no item
  * is ever written or taken without the caller knowing; the overrun is bounded by the retry policy and the time to
  * reconnect. A write cut off by the client's close fails with a {@link CoordinationException} that says it cannot
  * tell whether the write landed. Any non-negative timeout is accepted; one too long to count in nanoseconds,

@@ -67,7 +67,8 @@ final class QueueConsumer<T> {
     /**
      * Takes up to {@code max} items (one claimed item if {@code claim}), in queue order, waiting until the deadline
      * for the first one; once it has some, it takes what is there and returns. With {@link Deadline#now()} it never
-     * waits, and reads the children once, after the call, if it knows of no item.
+     * waits, and reads the children once, after the call, if it knows of no item. A deadline that passes before the
+     * call looked at the queue once still gets that look.
      */
     List<Taken<T>> take(int max, boolean claim, Deadline deadline) throws InterruptedException {
         return take(max, claim, deadline, null);
@@ -112,7 +113,13 @@ final class QueueConsumer<T> {
             if (failure != null) {
                 throw failure;
             }
-            return takeItems(max, claim, deadline, sink, taken);
+            if (!takeItems(max, claim, deadline, sink, taken)
+                    && taken.isEmpty()
+                    && deadline.allowsWaiting()
+                    && queue.context.isConnected()) {
+                lookOnce(max, claim, sink, taken);
+            }
+            return taken;
         } finally { // a call that throws is a call too, having moved what its sink took before it refused, or nothing
             QueueOperation operation =
                     claim ? QueueOperation.CLAIM : sink != null ? QueueOperation.DRAIN : QueueOperation.POLL;
@@ -120,8 +127,27 @@ final class QueueConsumer<T> {
         }
     }
 
-    /** Fills {@code taken}, and returns it. */
-    private List<Taken<T>> takeItems(int max, boolean claim, Deadline deadline, Sink<T> sink, List<Taken<T>> taken)
+    /**
+     * The deadline passed before the call looked at the queue once (a timeout shorter than the reads it needs, say):
+     * it gets the look that {@code poll()} makes, so that a timed call never finds less than the untimed one, as a timed
+     * {@code poll} of a {@code BlockingQueue} and this library's timed locks do. The look ends with nothing if the
+     * connection drops before a write of it is sent.
+     */
+    private void lookOnce(int max, boolean claim, Sink<T> sink, List<Taken<T>> taken) throws InterruptedException {
+        try {
+            takeItems(max, claim, Deadline.now(), sink, taken);
+        } catch (CoordinationException e) {
+            if (!taken.isEmpty() || !ResultCodes.isInDoubt(e)) {
+                throw e;
+            }
+        }
+    }
+
+    /**
+     * Fills {@code taken}; returns whether the call looked at the queue once: a round of names ended, or a read of the
+     * children answered.
+     */
+    private boolean takeItems(int max, boolean claim, Deadline deadline, Sink<T> sink, List<Taken<T>> taken)
             throws InterruptedException {
         int delivered = 0; // how many of them the sink has
         ItemsWatch items = queue.items;
@@ -132,7 +158,7 @@ final class QueueConsumer<T> {
             while (taken.size() < max) {
                 if (looked && taken.isEmpty() && deadline.allowsWaiting() && deadline.expired()) {
                     // Each name tried so far was gone or held: no new write past the deadline, however many are left.
-                    return taken;
+                    return looked || listed;
                 }
                 CompletableFuture<Void> seen = items.signal();
                 // Before a name is taken: a write sent while disconnected would be waited for past the deadline. A
@@ -141,13 +167,13 @@ final class QueueConsumer<T> {
                 if (deadline.allowsWaiting() && taken.isEmpty()
                         ? !queue.context.awaitConnected(deadline)
                         : queue.started() && !queue.context.isConnected()) {
-                    return taken;
+                    return looked || listed;
                 }
                 int room = sink == null
                         ? max - taken.size()
                         : Math.min(max - taken.size(), sink.room().getAsInt());
                 if (room <= 0) {
-                    return taken; // a bounded sink that is full: nothing more is taken
+                    return looked || listed; // a bounded sink that is full: nothing more is taken
                 }
                 List<String> names =
                         items.names().take(claim ? 1 : Math.min(room, MAX_BATCH), ItemCodec.smallItemsPerRead());
@@ -155,7 +181,7 @@ final class QueueConsumer<T> {
                     boolean deadlinePassed = !round(names, claim, deadline, taken);
                     delivered = deliver(taken, delivered, sink);
                     if (deadlinePassed) {
-                        return taken;
+                        return looked || listed;
                     }
                     looked = true;
                     continue;
@@ -164,14 +190,14 @@ final class QueueConsumer<T> {
                     // What is there, without waiting for more: the names known ran out, so one read sent after the
                     // call, so that an item written before it is seen (the names may be an earlier call's).
                     if (listed || (deadline.allowsWaiting() && deadline.expired())) {
-                        return taken;
+                        return looked || listed;
                     }
                     listed = true;
                     if (deadline.allowsWaiting()) {
                         // A call that has taken items ends with them rather than wait for a lost connection.
                         CompletableFuture<Void> dropped = queue.connectionDropped();
                         if (!queue.context.isConnected()) {
-                            return taken;
+                            return looked || listed;
                         }
                         BackgroundRequests.await(
                                 CompletableFuture.anyOf(items.read(), dropped), deadline, queue.layout.items());
@@ -181,7 +207,7 @@ final class QueueConsumer<T> {
                     continue;
                 }
                 if (deadline.expired()) {
-                    return taken;
+                    return looked || listed;
                 }
                 if (!waiting) {
                     waiting = true; // the watch first: arming it counts as a change, so a read follows
@@ -193,16 +219,16 @@ final class QueueConsumer<T> {
                     items.awaitArmed(armed, deadline); // a session end took the watch away
                 } else if (items.changedSinceRead()) {
                     if (!read(deadline)) {
-                        return taken;
+                        return looked || listed;
                     }
                     listed = true;
                 } else if (!ChangeSignal.await(seen, deadline)) {
-                    return taken;
+                    return looked || listed;
                 }
             }
-            return taken;
+            return looked || listed;
         } catch (TimeoutException e) {
-            return taken;
+            return looked || listed;
         } catch (RuntimeException | Error | InterruptedException e) {
             if (taken.isEmpty() || e instanceof SinkRefused) {
                 throw e;
@@ -216,7 +242,7 @@ final class QueueConsumer<T> {
             } else if (e instanceof Slots.WriteInDoubt inDoubt) {
                 owed.set(inDoubt);
             }
-            return taken;
+            return true;
         } finally {
             if (waiting) {
                 items.leave();

@@ -6,6 +6,7 @@ import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.Observations;
 import io.coord.core.internal.Observer.QueueOperation;
+import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
 import java.util.ArrayList;
 import java.util.List;
@@ -85,7 +86,8 @@ final class QueueProducer {
      * {@link Deadline#now()} it never waits for room, but waits for each answer as long as it takes.
      *
      * <p>Every wait before the transaction (the count, creating the parents, the watch, the connection, a new slot)
-     * ends at the deadline. Once the transaction is sent it is seen through, past the deadline if need be, so that
+     * ends at the deadline, but a call whose deadline passed before it looked at the queue once then makes the look
+     * of one that never waits. Once the transaction is sent it is seen through, past the deadline if need be, so that
      * the caller learns whether the items landed.
      */
     boolean write(List<byte[]> stored, Deadline deadline) throws InterruptedException {
@@ -93,7 +95,11 @@ final class QueueProducer {
         long startedAt = System.nanoTime();
         boolean landed = false;
         try {
-            landed = writeItems(stored, deadline);
+            try {
+                landed = writeItems(stored, deadline);
+            } catch (TimeoutException e) {
+                landed = deadline.allowsWaiting() && queue.context.isConnected() && lookOnce(stored);
+            }
             return landed;
         } finally { // a call that throws is a call too, having written nothing
             Observations.queueOperation(
@@ -101,7 +107,32 @@ final class QueueProducer {
         }
     }
 
-    private boolean writeItems(List<byte[]> stored, Deadline deadline) throws InterruptedException {
+    /**
+     * The deadline passed before the call looked at the queue once (a timeout shorter than the reads a write needs,
+     * say): it gets the look that {@code offer(item)} makes, so that a timed call never finds less than the untimed
+     * one, as a timed {@code offer} of a {@code BlockingQueue} and this library's timed locks do. The look ends with
+     * nothing if the connection drops before its write is sent.
+     */
+    private boolean lookOnce(List<byte[]> stored) throws InterruptedException {
+        try {
+            return writeItems(stored, Deadline.now());
+        } catch (TimeoutException e) {
+            return false;
+        } catch (CoordinationException e) {
+            if (!ResultCodes.isInDoubt(e)) {
+                throw e;
+            }
+            return false;
+        }
+    }
+
+    /**
+     * Returns whether the items landed.
+     *
+     * @throws TimeoutException if the deadline passed before the call looked at the queue once: before a count found
+     *     it full, and before a transaction was sent
+     */
+    private boolean writeItems(List<byte[]> stored, Deadline deadline) throws InterruptedException, TimeoutException {
         // A call that never waits answers at once while disconnected; one that waits does so before a write goes out,
         // interruptibly, instead of in a shared transaction Curator holds until the connection is back. A closed
         // client fails the call, below.
@@ -109,11 +140,7 @@ final class QueueProducer {
                 && !(deadline.allowsWaiting() ? queue.context.awaitConnected(deadline) : queue.context.isConnected())) {
             return false;
         }
-        try {
-            checkCounter(deadline);
-        } catch (TimeoutException e) {
-            return false;
-        }
+        checkCounter(deadline);
         if (!deadline.allowsWaiting() || deadline.isForever()) {
             Boolean combined = combined(stored, deadline.allowsWaiting());
             if (combined != null) {
@@ -121,6 +148,7 @@ final class QueueProducer {
             }
         }
         boolean waiting = false;
+        boolean looked = false; // a count found the queue full, or a transaction was sent
         try {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; ) {
                 CompletableFuture<Void> seen = queue.items.signal();
@@ -133,6 +161,7 @@ final class QueueProducer {
                         continue;
                     }
                     if (stat.getNumChildren() + stored.size() > capacity) {
+                        looked = true;
                         if (!deadline.allowsWaiting() || deadline.expired()) {
                             return false;
                         }
@@ -154,10 +183,9 @@ final class QueueProducer {
                 if (deadline.allowsWaiting() ? !queue.context.awaitConnected(deadline) : !queue.context.isConnected()) {
                     return false;
                 }
-                if (landed(
-                        queue.slots.commit(queue.slots.borrow(deadline), creates(stored), queue.layout.items()),
-                        stored.size(),
-                        deadline)) {
+                Slots.Slot slot = queue.slots.borrow(deadline);
+                looked = true;
+                if (landed(queue.slots.commit(slot, creates(stored), queue.layout.items()), stored.size(), deadline)) {
                     return true;
                 }
                 attempt++;
@@ -165,7 +193,11 @@ final class QueueProducer {
             throw new CoordinationException(
                     "could not write to " + queue.layout.items() + " in " + MAX_ATTEMPTS + " attempts");
         } catch (TimeoutException e) {
-            return false; // every timed wait comes before the transaction, or after one that failed as a whole
+            // Every timed wait comes before the transaction, or after one that failed as a whole.
+            if (looked) {
+                return false;
+            }
+            throw e;
         } finally {
             if (waiting) {
                 queue.items.leave();

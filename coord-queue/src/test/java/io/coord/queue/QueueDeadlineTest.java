@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -166,6 +167,45 @@ class QueueDeadlineTest {
         assertEquals("a", queue.poll(Duration.ofSeconds(30)));
         assertNull(queue.poll(), "the interrupted put wrote nothing");
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aTimeoutShorterThanARoundTripStillGetsTheLookOfTheCallThatNeverWaits() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("tiny-timeout");
+        String small = ZooKeeperFixture.uniquePath("tiny-timeout-full");
+        DistributedQueue<String> filler = queue(zk.newClient(), path);
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // Every answer takes far longer than the timeout, and each instance starts knowing nothing: no count, no
+        // names, no write slot, no watch.
+        proxy.delay(Duration.ofMillis(40));
+        CuratorFramework slowClient = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+        DistributedQueue<String> slow = queue(slowClient, path);
+        Duration tiny = Duration.ofNanos(1);
+
+        assertTrue(slow.offer("a", tiny), "a queue with room takes the item, as offer(item) would");
+        filler.putAll(List.of("b", "c", "d"));
+        assertEquals("a", slow.poll(tiny), "the head is taken, as poll() would");
+        Claim<String> claim = slow.claim(tiny).orElseThrow();
+        assertEquals("b", claim.item());
+        assertTrue(claim.ack());
+        List<String> sink = new ArrayList<>();
+        assertEquals(2, slow.drainTo(sink, 10, tiny));
+        assertEquals(List.of("c", "d"), sink);
+        assertNull(slow.poll(tiny), "empty: one look, then null");
+        assertEquals(Optional.empty(), slow.claim(tiny));
+
+        DistributedQueue<String> full = DistributedQueue.builder(slowClient, small, QueueSerializer.utf8())
+                .capacity(1)
+                .build();
+        assertTrue(full.offer("only", tiny));
+        assertFalse(full.offer("more", tiny), "full: one look, then false");
+
+        proxy.delay(Duration.ZERO);
+        assertEquals("only", queue(zk.newClient(), small).poll());
+        slowClient.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+        QueueLeaks.assertDrainedAndNoLeaks(zk, small);
     }
 
     @Test
