@@ -66,8 +66,8 @@ public final class EmbeddedServer {
         if (running) {
             throw new IllegalStateException("server " + id() + " (" + address() + ") is already running");
         }
-        ensemble.restart(spec);
-        running = true;
+        // Running once started, even if it then fails to serve in time: a later restart would start it twice.
+        ensemble.restart(spec, () -> running = true);
     }
 
     InstanceSpec spec() {

@@ -689,14 +689,13 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
     }
 
     /**
-     * Restarts a killed server and waits until it serves, with every other running one. A member of a quorum serves
-     * only once a majority runs: a restart that leaves fewer running returns without waiting.
+     * Restarts a killed server, runs {@code started}, and waits until it serves, with every other running one. A member
+     * of a quorum serves only once a majority runs: a restart that leaves fewer running returns without waiting.
      */
-    void restart(InstanceSpec spec) {
+    void restart(InstanceSpec spec, Runnable started) {
         onCluster("restart", spec, cluster::restartServer);
-        List<EmbeddedServer> serving = servers.stream()
-                .filter(server -> server.isRunning() || server.spec().equals(spec))
-                .toList();
+        started.run();
+        List<EmbeddedServer> serving = running();
         if (servers.size() > 1 && serving.size() * 2 <= servers.size()) {
             return;
         }
