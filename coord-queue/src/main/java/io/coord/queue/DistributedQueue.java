@@ -53,19 +53,21 @@ import org.apache.zookeeper.data.Stat;
  * instance that share a transaction count as one).
  *
  * <p><b>Timeouts.</b> A timed call computes its deadline once, and every wait before its first write ends there: reads,
- * creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. No call starts a write
- * while the client is disconnected: a zero timeout answers at once then (false, null, empty), {@code offer(item)},
- * {@code poll()}, {@code drainTo(sink, max)}, {@code peek()}, {@code element()}, {@code size()} and {@code
- * isEmpty()}, which never wait, throw {@link CoordinationException} (as they do when the connection drops during the
- * call and they did nothing; neither kind waits for it to come back before a write of theirs is on its way), and an
- * untimed {@code put} waits for the connection, interruptibly, before it joins a write. A timeout that runs out before the call looked at the queue once (one shorter
- * than the reads it needs) still gets the look {@link Duration#ZERO} makes, so that a timed call never finds less than
- * the untimed one: {@code poll(Duration.ofNanos(1))} takes an item that is there, as the timed locks of this library
- * and a {@code BlockingQueue}'s timed calls do; that look ends with nothing if the connection drops before its write. Once the first write is on the wire the call sees it through, past the deadline if need be, so that no item
- * is ever written or taken without the caller knowing; the overrun is bounded by the retry policy and the time to
- * reconnect. A write cut off by the client's close fails with a {@link CoordinationException} that says it cannot
- * tell whether the write landed. Any non-negative timeout is accepted; one too long to count in nanoseconds,
- * {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
+ * creating the queue's parents, a new write slot, the watch, and waiting for a lost connection. A call whose deadline
+ * passes before it has looked at the queue once (a timeout shorter than the reads it needs) then makes one look, as a
+ * timed {@code poll} of a {@code BlockingQueue} and this library's timed locks do: {@code poll(Duration.ofNanos(1))}
+ * takes an item that is there, and {@code offer(item, Duration.ofNanos(1))} writes to a queue with room. That look
+ * waits for its answers interruptibly, and ends with nothing if the connection drops before its write is sent. No call
+ * starts a write while the client is disconnected: a timed call waits for the connection until its deadline, and
+ * answers false, null or empty if it did not come back (a zero timeout at once), and {@code offer(item)}, {@code
+ * poll()}, {@code drainTo(sink, max)}, {@code peek()}, {@code element()}, {@code size()} and {@code isEmpty()}, which
+ * never wait, throw {@link CoordinationException} (as they do when the connection drops during the call and they did
+ * nothing; neither kind waits for it to come back before a write of theirs is on its way), and an untimed {@code put}
+ * waits for the connection, interruptibly, before it joins a write. Once the first write is on the wire the call sees
+ * it through, past the deadline if need be, so that no item is ever written or taken without the caller knowing; the
+ * overrun is bounded by the retry policy and the time to reconnect. A write cut off by the client's close fails with a
+ * {@link CoordinationException} that says it cannot tell whether the write landed. Any non-negative timeout is
+ * accepted; one too long to count in nanoseconds, {@code ChronoUnit.FOREVER.getDuration()} included, waits for ever.
  *
  * <p>Instances are thread-safe, and all instances on one client and path share one cache of item names, one watch
  * and one set of write slots. A namespace facade ({@code client.usingNamespace(ns)}) works like any client, with the

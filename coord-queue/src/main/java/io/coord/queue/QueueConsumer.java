@@ -113,10 +113,7 @@ final class QueueConsumer<T> {
             if (failure != null) {
                 throw failure;
             }
-            if (!takeItems(max, claim, deadline, sink, taken)
-                    && taken.isEmpty()
-                    && deadline.allowsWaiting()
-                    && queue.context.isConnected()) {
+            if (!takeItems(max, claim, deadline, sink, taken) && taken.isEmpty() && deadline.allowsWaiting()) {
                 lookOnce(max, claim, sink, taken);
             }
             return taken;
@@ -129,13 +126,20 @@ final class QueueConsumer<T> {
 
     /**
      * The deadline passed before the call looked at the queue once (a timeout shorter than the reads it needs, say):
-     * it gets the look that {@code poll()} makes, so that a timed call never finds less than the untimed one, as a timed
-     * {@code poll} of a {@code BlockingQueue} and this library's timed locks do. The look ends with nothing if the
-     * connection drops before a write of it is sent.
+     * while connected, it gets one look, as a timed {@code poll} of a {@code BlockingQueue} and this library's timed
+     * locks do, so that a short timeout does not miss an item that is there. The look waits for its answers
+     * interruptibly, and ends with nothing if the connection drops before a write of it is sent.
      */
     private void lookOnce(int max, boolean claim, Sink<T> sink, List<Taken<T>> taken) throws InterruptedException {
+        Deadline look = Deadline.lookUntil(queue.connectionDropped());
+        if (!queue.context.isConnected()) {
+            return;
+        }
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
         try {
-            takeItems(max, claim, Deadline.now(), sink, taken);
+            takeItems(max, claim, look, sink, taken);
         } catch (CoordinationException e) {
             if (!taken.isEmpty() || !ResultCodes.isInDoubt(e)) {
                 throw e;
@@ -154,11 +158,12 @@ final class QueueConsumer<T> {
         boolean waiting = false;
         boolean listed = false; // the call read the children (or its read went with the connection)
         boolean looked = false; // a round ended: its names are taken, gone, held or back in play
+        boolean foundNone = false; // a read of the children answered, and left no name to try
         try {
             while (taken.size() < max) {
                 if (looked && taken.isEmpty() && deadline.allowsWaiting() && deadline.expired()) {
                     // Each name tried so far was gone or held: no new write past the deadline, however many are left.
-                    return looked || listed;
+                    return looked || foundNone;
                 }
                 CompletableFuture<Void> seen = items.signal();
                 // Before a name is taken: a write sent while disconnected would be waited for past the deadline. A
@@ -167,13 +172,13 @@ final class QueueConsumer<T> {
                 if (deadline.allowsWaiting() && taken.isEmpty()
                         ? !queue.context.awaitConnected(deadline)
                         : queue.started() && !queue.context.isConnected()) {
-                    return looked || listed;
+                    return looked || foundNone;
                 }
                 int room = sink == null
                         ? max - taken.size()
                         : Math.min(max - taken.size(), sink.room().getAsInt());
                 if (room <= 0) {
-                    return looked || listed; // a bounded sink that is full: nothing more is taken
+                    return looked || foundNone; // a bounded sink that is full: nothing more is taken
                 }
                 List<String> names =
                         items.names().take(claim ? 1 : Math.min(room, MAX_BATCH), ItemCodec.smallItemsPerRead());
@@ -181,33 +186,34 @@ final class QueueConsumer<T> {
                     boolean deadlinePassed = !round(names, claim, deadline, taken);
                     delivered = deliver(taken, delivered, sink);
                     if (deadlinePassed) {
-                        return looked || listed;
+                        return looked || foundNone;
                     }
                     looked = true;
                     continue;
                 }
+                foundNone |= listed;
                 if (!deadline.allowsWaiting() || !taken.isEmpty()) {
                     // What is there, without waiting for more: the names known ran out, so one read sent after the
                     // call, so that an item written before it is seen (the names may be an earlier call's).
                     if (listed || (deadline.allowsWaiting() && deadline.expired())) {
-                        return looked || listed;
+                        return looked || foundNone;
                     }
                     listed = true;
                     if (deadline.allowsWaiting()) {
                         // A call that has taken items ends with them rather than wait for a lost connection.
                         CompletableFuture<Void> dropped = queue.connectionDropped();
                         if (!queue.context.isConnected()) {
-                            return looked || listed;
+                            return looked || foundNone;
                         }
                         BackgroundRequests.await(
                                 CompletableFuture.anyOf(items.read(), dropped), deadline, queue.layout.items());
                     } else {
-                        BackgroundRequests.awaitFully(items.read(), queue.layout.items());
+                        BackgroundRequests.awaitWithin(items.read(), deadline, queue.layout.items());
                     }
                     continue;
                 }
                 if (deadline.expired()) {
-                    return looked || listed;
+                    return looked || foundNone;
                 }
                 if (!waiting) {
                     waiting = true; // the watch first: arming it counts as a change, so a read follows
@@ -219,16 +225,16 @@ final class QueueConsumer<T> {
                     items.awaitArmed(armed, deadline); // a session end took the watch away
                 } else if (items.changedSinceRead()) {
                     if (!read(deadline)) {
-                        return looked || listed;
+                        return looked || foundNone;
                     }
                     listed = true;
                 } else if (!ChangeSignal.await(seen, deadline)) {
-                    return looked || listed;
+                    return looked || foundNone;
                 }
             }
-            return looked || listed;
+            return looked || foundNone;
         } catch (TimeoutException e) {
-            return looked || listed;
+            return looked || foundNone;
         } catch (RuntimeException | Error | InterruptedException e) {
             if (taken.isEmpty() || e instanceof SinkRefused) {
                 throw e;
@@ -308,7 +314,7 @@ final class QueueConsumer<T> {
         // A call that has taken items ends with them rather than wait for a lost connection.
         boolean waitsForConnection = deadline.waitsForConnection() && taken.isEmpty();
         try {
-            slot = queue.slots.borrow(waitsForConnection ? deadline : Deadline.now());
+            slot = queue.slots.borrow(deadline.waitsForConnection() && !waitsForConnection ? Deadline.now() : deadline);
             stored = read(names, deadline, waitsForConnection);
         } catch (TimeoutException e) {
             abandon(names, slot);
@@ -620,19 +626,23 @@ final class QueueConsumer<T> {
                 });
     }
 
-    /** Reads the children for a consumer; false if the deadline passed first. */
+    /** Reads the children for a consumer; true once a read answered, false if the deadline passed first. */
     private boolean read(Deadline deadline) throws InterruptedException {
-        try {
-            BackgroundRequests.await(queue.items.readCurrent(), deadline, queue.layout.items());
-            return true;
-        } catch (TimeoutException e) {
-            return false;
-        } catch (RuntimeException e) {
-            if (!deadline.allowsWaiting() || !ResultCodes.isInDoubt(e) || queue.context.isClosed()) {
-                throw e;
+        while (true) {
+            try {
+                BackgroundRequests.await(queue.items.readCurrent(), deadline, queue.layout.items());
+                return true;
+            } catch (TimeoutException e) {
+                return false;
+            } catch (RuntimeException e) {
+                if (!deadline.allowsWaiting() || !ResultCodes.isInDoubt(e) || queue.context.isClosed()) {
+                    throw e;
+                }
+                // Curator's retries ran out on a lost connection: a waiting consumer waits for it to come back.
+                if (!queue.context.awaitConnected(deadline)) {
+                    return false;
+                }
             }
-            // Curator's retries ran out on a lost connection: a waiting consumer waits for it to come back.
-            return queue.context.awaitConnected(deadline);
         }
     }
 

@@ -98,7 +98,7 @@ final class QueueProducer {
             try {
                 landed = writeItems(stored, deadline);
             } catch (TimeoutException e) {
-                landed = deadline.allowsWaiting() && queue.context.isConnected() && lookOnce(stored);
+                landed = deadline.allowsWaiting() && lookOnce(stored);
             }
             return landed;
         } finally { // a call that throws is a call too, having written nothing
@@ -109,13 +109,21 @@ final class QueueProducer {
 
     /**
      * The deadline passed before the call looked at the queue once (a timeout shorter than the reads a write needs,
-     * say): it gets the look that {@code offer(item)} makes, so that a timed call never finds less than the untimed
-     * one, as a timed {@code offer} of a {@code BlockingQueue} and this library's timed locks do. The look ends with
-     * nothing if the connection drops before its write is sent.
+     * say): while connected, it gets one look, as a timed {@code offer} of a {@code BlockingQueue} and this library's
+     * timed locks do, so that a short timeout does not miss the room there is. The look waits for its answers
+     * interruptibly, goes alone rather than join a transaction in flight, and ends with nothing if the connection
+     * drops before its write is sent.
      */
     private boolean lookOnce(List<byte[]> stored) throws InterruptedException {
+        Deadline look = Deadline.lookUntil(queue.connectionDropped());
+        if (!queue.context.isConnected()) {
+            return false;
+        }
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
         try {
-            return writeItems(stored, Deadline.now());
+            return writeItems(stored, look);
         } catch (TimeoutException e) {
             return false;
         } catch (CoordinationException e) {
@@ -141,7 +149,7 @@ final class QueueProducer {
             return false;
         }
         checkCounter(deadline);
-        if (!deadline.allowsWaiting() || deadline.isForever()) {
+        if (deadline.awaitsAnswersFully() || deadline.isForever()) {
             Boolean combined = combined(stored, deadline.allowsWaiting());
             if (combined != null) {
                 return combined;

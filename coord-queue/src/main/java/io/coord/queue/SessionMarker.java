@@ -87,9 +87,10 @@ final class SessionMarker {
     }
 
     private void lock(Deadline deadline) throws InterruptedException, TimeoutException {
-        if (!deadline.allowsWaiting()) {
+        if (deadline.awaitsAnswersFully()) {
             creating.lock(); // an untimed call waits for another's create as it would for its own
-        } else if (deadline.isForever()) {
+        } else if (deadline.isForever() || !deadline.allowsWaiting()) {
+            // A look waits for another's create as it would for its own, but interruptibly.
             creating.lockInterruptibly();
         } else if (!creating.tryLock(deadline.remainingNanos(), TimeUnit.NANOSECONDS)) {
             throw new TimeoutException(

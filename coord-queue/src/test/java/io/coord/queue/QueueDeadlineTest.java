@@ -20,6 +20,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.RetryNTimes;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -178,9 +179,18 @@ class QueueDeadlineTest {
         // Every answer takes far longer than the timeout, and each instance starts knowing nothing: no count, no
         // names, no write slot, no watch.
         proxy.delay(Duration.ofMillis(40));
-        CuratorFramework slowClient = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+        CuratorFramework slowClient = slowClient(proxy);
         DistributedQueue<String> slow = queue(slowClient, path);
         Duration tiny = Duration.ofNanos(1);
+
+        // Timeouts up to the five round trips a fresh instance's poll takes here (the watch, the children, a write
+        // slot, the item, its removal): the deadline may pass before any read answers, or between them.
+        for (Duration timeout : List.of(
+                tiny, Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofMillis(150), Duration.ofMillis(200))) {
+            DistributedQueue<String> fresh = queue(slowClient(proxy), path);
+            assertTrue(fresh.offer("x", timeout), () -> "offer with room, timeout " + timeout);
+            assertEquals("x", queue(slowClient(proxy), path).poll(timeout), () -> "poll, timeout " + timeout);
+        }
 
         assertTrue(slow.offer("a", tiny), "a queue with room takes the item, as offer(item) would");
         filler.putAll(List.of("b", "c", "d"));
@@ -206,6 +216,47 @@ class QueueDeadlineTest {
         proxy.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
         QueueLeaks.assertDrainedAndNoLeaks(zk, small);
+    }
+
+    private static CuratorFramework slowClient(ZooKeeperProxy proxy) throws InterruptedException {
+        return zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+    }
+
+    @Test
+    void theLookOfACallThatRanOutWaitsInterruptiblyAndEndsWhenTheConnectionDrops() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("look-silent");
+        DistributedQueue<String> filler = queue(zk.newClient(), path);
+        filler.offer("a");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // Curator's retries would ride out the silence for minutes: only the look's own bound ends it. The session is
+        // the fixture's short one, so that the client notices the silence within seconds.
+        CuratorFramework client = zk.newCustomClient(
+                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(1_000, 100)));
+        DistributedQueue<String> silent = queue(client, path);
+        proxy.loseReplies(true);
+
+        CompletableFuture<Boolean> interrupted = new CompletableFuture<>();
+        Thread polling = new Thread(() -> {
+            try {
+                silent.poll(Duration.ofNanos(1));
+                interrupted.complete(false);
+            } catch (InterruptedException e) {
+                interrupted.complete(true);
+            } catch (RuntimeException e) {
+                interrupted.completeExceptionally(e);
+            }
+        });
+        polling.start();
+        await().until(() -> polling.getState() == Thread.State.WAITING); // in the look, for the children read
+        polling.interrupt();
+        assertTrue(interrupted.get(BOUND_SECONDS, TimeUnit.SECONDS), "the look gave up on its interrupt");
+
+        assertNull(endsByItsDeadline(() -> silent.poll(Duration.ofNanos(1))), "the look ended with the connection");
+        proxy.loseReplies(false);
+        assertEquals("a", filler.poll(), "the item was left in place");
+        client.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
     @Test

@@ -136,13 +136,13 @@ public final class BackgroundRequests {
     }
 
     /**
-     * Waits under the deadline when it allows waiting. Under {@link Deadline#now()} (the untimed calls, {@code offer},
+     * Waits under the deadline ({@link Deadline#await}). Under {@link Deadline#now()} (the untimed calls, {@code offer},
      * {@code poll}) and {@link Deadline#throughOutages()}, callers never wait for room or for items, but do wait for the
      * answer of a request sent, as long as Curator's retries of it last.
      */
     public static <T> T awaitWithin(CompletableFuture<T> answer, Deadline deadline, String path)
             throws InterruptedException, TimeoutException {
-        return deadline.allowsWaiting() ? await(answer, deadline, path) : awaitFully(answer, path);
+        return deadline.awaitsAnswersFully() ? awaitFully(answer, path) : await(answer, deadline, path);
     }
 
     /**

@@ -10,7 +10,8 @@ import java.util.function.LongSupplier;
 
 /**
  * How long a blocking call may wait: not at all ({@link #now()}), not for room or items but for every answer ({@link
- * #throughOutages()}), until a point in time, or for ever. Computed once
+ * #throughOutages()}) or for answers until an event ({@link #lookUntil}), until a point in time, or for ever. Computed
+ * once
  * from a nanosecond ticker; every wait then uses what remains. Saturating: a timeout too long for {@code long}
  * nanoseconds (about 292 years, {@code ChronoUnit.FOREVER} included) waits for ever instead of overflowing.
  */
@@ -18,12 +19,13 @@ public final class Deadline {
     /** The ticker of production code; tests inject their own. */
     public static final LongSupplier SYSTEM_TICKER = System::nanoTime;
 
-    private static final Deadline NOW = new Deadline(Kind.NOW, 0, SYSTEM_TICKER);
-    private static final Deadline FOREVER = new Deadline(Kind.FOREVER, 0, SYSTEM_TICKER);
-    private static final Deadline THROUGH = new Deadline(Kind.THROUGH, 0, SYSTEM_TICKER);
+    private static final Deadline NOW = new Deadline(Kind.NOW, 0, SYSTEM_TICKER, null);
+    private static final Deadline FOREVER = new Deadline(Kind.FOREVER, 0, SYSTEM_TICKER, null);
+    private static final Deadline THROUGH = new Deadline(Kind.THROUGH, 0, SYSTEM_TICKER, null);
 
     private enum Kind {
         NOW,
+        LOOK,
         THROUGH,
         AT,
         FOREVER
@@ -32,11 +34,13 @@ public final class Deadline {
     private final Kind kind;
     private final long endNanos;
     private final LongSupplier ticker;
+    private final CompletableFuture<?> ended; // LOOK's end
 
-    private Deadline(Kind kind, long endNanos, LongSupplier ticker) {
+    private Deadline(Kind kind, long endNanos, LongSupplier ticker, CompletableFuture<?> ended) {
         this.kind = kind;
         this.endNanos = endNanos;
         this.ticker = ticker;
+        this.ended = ended;
     }
 
     /**
@@ -45,6 +49,15 @@ public final class Deadline {
      */
     public static Deadline now() {
         return NOW;
+    }
+
+    /**
+     * Look once, as {@link #now()} does, but wait for each answer interruptibly, and only until {@code ended} completes
+     * (the connection dropped, say): then the wait throws {@link TimeoutException}. For a timed call whose deadline
+     * passed before it looked once.
+     */
+    public static Deadline lookUntil(CompletableFuture<?> ended) {
+        return new Deadline(Kind.LOOK, 0, SYSTEM_TICKER, Objects.requireNonNull(ended, "ended"));
     }
 
     /**
@@ -80,17 +93,25 @@ public final class Deadline {
         if (nanos == Long.MAX_VALUE || start > 0 && nanos > Long.MAX_VALUE - start) {
             return FOREVER;
         }
-        return new Deadline(Kind.AT, start + nanos, ticker);
+        return new Deadline(Kind.AT, start + nanos, ticker, null);
     }
 
     /** False when the caller asked to look once, or to wait only for outcomes. */
     public boolean allowsWaiting() {
-        return kind != Kind.NOW && kind != Kind.THROUGH;
+        return kind == Kind.AT || kind == Kind.FOREVER;
     }
 
-    /** Whether a lost connection is waited for: not under {@link #now()}. */
+    /** Whether a lost connection is waited for: not under {@link #now()} nor {@link #lookUntil}. */
     public boolean waitsForConnection() {
-        return kind != Kind.NOW;
+        return kind != Kind.NOW && kind != Kind.LOOK;
+    }
+
+    /**
+     * Whether an answer is waited for as long as Curator's retries of it last, whatever interrupts arrive: under
+     * {@link #now()} and {@link #throughOutages()}; the others wait with {@link #await}.
+     */
+    public boolean awaitsAnswersFully() {
+        return kind == Kind.NOW || kind == Kind.THROUGH;
     }
 
     public boolean isForever() {
@@ -100,7 +121,7 @@ public final class Deadline {
     /** Nanoseconds left: 0 for {@link #now()} and once passed, {@link Long#MAX_VALUE} for ever. */
     public long remainingNanos() {
         return switch (kind) {
-            case NOW, THROUGH -> 0;
+            case NOW, LOOK, THROUGH -> 0;
             case FOREVER -> Long.MAX_VALUE;
             case AT -> Math.max(0, endNanos - ticker.getAsLong());
         };
@@ -112,10 +133,21 @@ public final class Deadline {
 
     /**
      * Waits for {@code future} until the deadline. {@link #now()} does not wait: it answers only if the future is
-     * already done.
+     * already done. {@link #lookUntil} waits until its event.
      */
     public <T> T await(CompletableFuture<T> future) throws InterruptedException, ExecutionException, TimeoutException {
         if (kind == Kind.FOREVER) {
+            return future.get();
+        }
+        if (kind == Kind.LOOK) {
+            try {
+                CompletableFuture.anyOf(future, ended).get();
+            } catch (ExecutionException e) {
+                // The future failed, which the get below reports, or the event did, which ends the wait as well.
+            }
+            if (!future.isDone()) {
+                throw new TimeoutException("the look ended before the answer came");
+            }
             return future.get();
         }
         return future.get(remainingNanos(), TimeUnit.NANOSECONDS);
@@ -134,6 +166,7 @@ public final class Deadline {
     public String toString() {
         return switch (kind) {
             case NOW -> "Deadline[now]";
+            case LOOK -> ended.isDone() ? "Deadline[look, ended]" : "Deadline[look]";
             case THROUGH -> "Deadline[through outages]";
             case FOREVER -> "Deadline[forever]";
             case AT -> "Deadline[" + remainingNanos() + "ns left]";
