@@ -131,12 +131,9 @@ final class QueueConsumer<T> {
      * interruptibly, and ends with nothing if the connection drops before a write of it is sent.
      */
     private void lookOnce(int max, boolean claim, Sink<T> sink, List<Taken<T>> taken) throws InterruptedException {
-        Deadline look = Deadline.lookUntil(queue.connectionDropped());
-        if (!queue.context.isConnected()) {
+        Deadline look = queue.lookDeadline();
+        if (look == null) {
             return;
-        }
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
         }
         try {
             takeItems(max, claim, look, sink, taken);
@@ -149,7 +146,7 @@ final class QueueConsumer<T> {
 
     /**
      * Fills {@code taken}; returns whether the call looked at the queue once: a round of names ended, or a read of the
-     * children answered.
+     * children answered and left no name to try.
      */
     private boolean takeItems(int max, boolean claim, Deadline deadline, Sink<T> sink, List<Taken<T>> taken)
             throws InterruptedException {

@@ -115,12 +115,9 @@ final class QueueProducer {
      * drops before its write is sent.
      */
     private boolean lookOnce(List<byte[]> stored) throws InterruptedException {
-        Deadline look = Deadline.lookUntil(queue.connectionDropped());
-        if (!queue.context.isConnected()) {
+        Deadline look = queue.lookDeadline();
+        if (look == null) {
             return false;
-        }
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
         }
         try {
             return writeItems(stored, look);

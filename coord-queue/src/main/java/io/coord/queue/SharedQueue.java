@@ -224,6 +224,24 @@ final class SharedQueue {
     }
 
     /**
+     * The deadline of the one look a timed call gets when its own passed before it looked at the queue once: its
+     * answers are waited for interruptibly, until the connection drops. Null while the client is not connected, when
+     * the look would find nothing it could act on.
+     *
+     * @throws InterruptedException if the thread is interrupted already
+     */
+    Deadline lookDeadline() throws InterruptedException {
+        Deadline look = Deadline.lookUntil(connectionDropped()); // before the look at the connection
+        if (!context.isConnected()) {
+            return null;
+        }
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        return look;
+    }
+
+    /**
      * Waits for {@code answer}, whatever interrupts arrive, for as long as the client stays connected: not at all if it
      * is not, and no longer once the connection drops. For a call that must not wait out an outage.
      */
