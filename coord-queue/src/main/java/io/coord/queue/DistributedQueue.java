@@ -144,8 +144,8 @@ public final class DistributedQueue<T> {
     }
 
     /**
-     * Adds the item, waiting up to {@code timeout} for room; false if the deadline passed first, whether the queue
-     * stayed full or the connection stayed down, and then nothing was written. If the deadline passes while the write
+     * Adds the item, waiting up to {@code timeout} for room; false if the deadline passed first and the one look it
+     * then gets found no room, or the connection stayed down, and then nothing was written. If the deadline passes while the write
      * is in flight, the call waits for its outcome and returns true if the item landed (see Timeouts in the class
      * description).
      */
@@ -211,7 +211,7 @@ public final class DistributedQueue<T> {
 
     /**
      * Removes and returns the first item nobody holds, waiting up to {@code timeout}; null if the deadline passed
-     * first, and then nothing was taken. If the deadline passes while a take is in flight, the call waits for its
+     * first (after one look at the queue while connected), and then nothing was taken. If the deadline passes while a take is in flight, the call waits for its
      * outcome and returns the item if it was taken (see Timeouts in the class description).
      */
     public T poll(Duration timeout) throws InterruptedException {
@@ -255,7 +255,8 @@ public final class DistributedQueue<T> {
 
     /**
      * Moves up to {@code maxItems} items nobody holds into {@code sink}, in queue order, waiting up to
-     * {@code timeout} for at least one; returns how many, 0 if the deadline passed first. Once some have come, it
+     * {@code timeout} for at least one; returns how many, 0 if the deadline passed first (after one look at the queue
+     * while connected). Once some have come, it
      * moves what is there without waiting for more. A failure met after some items were removed ends the call with
      * those items, as for {@link #drainTo(Collection, int)}.
      *
@@ -308,7 +309,8 @@ public final class DistributedQueue<T> {
     /**
      * Claims the first item nobody holds, waiting up to {@code timeout}: at-least-once delivery. The item stays in
      * the queue, invisible to other consumers, until the claim is acknowledged or closed, or this client's session
-     * dies. Empty if the deadline passed first, and then nothing was claimed. If the deadline passes while a claim is
+     * dies. Empty if the deadline passed first (after one look at the queue while connected), and then nothing was
+     * claimed. If the deadline passes while a claim is
      * in flight, the call waits for its outcome and returns the claim if it was made (see Timeouts in the class
      * description).
      */

@@ -82,7 +82,8 @@ final class QueueProducer {
 
     /**
      * Writes the stored forms of one or more items in one transaction once there is room for all of them. Returns
-     * false if the deadline passed before the transaction was sent, in which case nothing was written. With
+     * false if the deadline passed, and the one look it then got, before a transaction was sent, in which case nothing
+     * was written. With
      * {@link Deadline#now()} it never waits for room, but waits for each answer as long as it takes.
      *
      * <p>Every wait before the transaction (the count, creating the parents, the watch, the connection, a new slot)
