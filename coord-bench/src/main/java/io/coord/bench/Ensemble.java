@@ -17,8 +17,8 @@ import org.apache.curator.retry.RetryNTimes;
 
 /**
  * The ZooKeeper ensemble a run talks to: coord-testkit's embedded 3-node {@link ZooKeeperEnsemble}, or an existing
- * one given with {@code --connect}, optionally behind one delaying {@link ZooKeeperProxy} per server. It hands out started clients and closes
- * them, the proxies and the cluster at the end.
+ * one given with {@code --connect}, optionally behind one delaying {@link ZooKeeperProxy} per server. It hands out
+ * started clients and closes them, the proxies and the cluster at the end.
  */
 public final class Ensemble implements AutoCloseable {
     /** Short, so that a killed server's sessions expire within a demo's patience, yet long enough for a busy 2-core box. */

@@ -52,10 +52,11 @@ public final class MultiRead {
     }
 
     /**
-     * The data of {@code paths}, as {@link #read(ClientContext, List, boolean)} gives it, waited for on the calling thread as
-     * Curator's own synchronous reads are: a read lost with the connection is sent again as often as the client's retry
-     * policy allows, and then fails. It is sent in as many requests as it takes for each reply to fit when no node holds
-     * more than {@code maxDataBytes}, and after each loss in smaller ones, in case a reply was too big after all.
+     * The data of {@code paths}, as {@link #read(ClientContext, List, boolean)} gives it, waited for on the calling
+     * thread as Curator's own synchronous reads are: a read lost with the connection is sent again as often as the
+     * client's retry policy allows, and then fails. It is sent in as many requests as it takes for each reply to fit
+     * when no node holds more than {@code maxDataBytes}, and after each loss in smaller ones, in case a reply was too
+     * big after all.
      *
      * @throws CoordinationException naming {@code doing} and {@code path} if it fails, or the client closes
      */
