@@ -57,7 +57,8 @@ import org.apache.zookeeper.data.Stat;
  * passes before it has looked at the queue once (a timeout shorter than the reads it needs) then makes one look, as a
  * timed {@code poll} of a {@code BlockingQueue} and this library's timed locks do: {@code poll(Duration.ofNanos(1))}
  * takes an item that is there, and {@code offer(item, Duration.ofNanos(1))} writes to a queue with room. That look
- * waits for its answers interruptibly, and ends with nothing if the connection drops before its write is sent. No call
+ * waits for its answers (and a claim's for a session marker another thread is making) interruptibly, and ends with
+ * nothing if the connection drops before its write is sent. No call
  * starts a write while the client is disconnected: a timed call waits for the connection until its deadline, and
  * answers false, null or empty if it did not come back (a zero timeout at once), and {@code offer(item)}, {@code
  * poll()}, {@code drainTo(sink, max)}, {@code peek()}, {@code element()}, {@code size()} and {@code isEmpty()}, which
@@ -145,9 +146,9 @@ public final class DistributedQueue<T> {
 
     /**
      * Adds the item, waiting up to {@code timeout} for room; false if the deadline passed first and the one look it
-     * then gets found no room, or the connection stayed down, and then nothing was written. If the deadline passes while the write
-     * is in flight, the call waits for its outcome and returns true if the item landed (see Timeouts in the class
-     * description).
+     * then gets found no room, or the connection stayed down, and then nothing was written. If the deadline passes
+     * while the write is in flight, the call waits for its outcome and returns true if the item landed (see Timeouts
+     * in the class description).
      */
     public boolean offer(T item, Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
@@ -211,8 +212,9 @@ public final class DistributedQueue<T> {
 
     /**
      * Removes and returns the first item nobody holds, waiting up to {@code timeout}; null if the deadline passed
-     * first (after one look at the queue while connected), and then nothing was taken. If the deadline passes while a take is in flight, the call waits for its
-     * outcome and returns the item if it was taken (see Timeouts in the class description).
+     * first (after one look at the queue while connected), and then nothing was taken. If the deadline passes while a
+     * take is in flight, the call waits for its outcome and returns the item if it was taken (see Timeouts in the class
+     * description).
      */
     public T poll(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);

@@ -492,8 +492,8 @@ final class QueueConsumer<T> {
     /**
      * Claims one item: {create claims/X EPHEMERAL, check items/X}. The claim is ours if the session we sent it on is
      * still the client's when the answer comes; if the session changed, or the landing was learned from the slot,
-     * the claim's own owner says. Returns false if the deadline passed before the claim was sent (while the session's
-     * marker was made).
+     * the claim's own owner says. Returns false if, while the session's marker was made, the deadline passed or the
+     * connection dropped under a deadline that does not wait for it: then nothing was sent.
      */
     private boolean claimOne(Slots.Slot slot, String name, T item, List<Taken<T>> taken, long readAt, Deadline deadline)
             throws InterruptedException {
@@ -517,6 +517,10 @@ final class QueueConsumer<T> {
         }
         if (resetSince(readAt, List.of(name), slot)) {
             return true;
+        }
+        if (!deadline.waitsForConnection() && !queue.context.isConnected()) {
+            abandon(List.of(name), slot); // the connection dropped while the marker was made
+            return false;
         }
         Slots.Outcome outcome = commit(
                 slot,

@@ -190,6 +190,10 @@ final class QueueProducer {
                     return false;
                 }
                 Slots.Slot slot = queue.slots.borrow(deadline);
+                if (!deadline.waitsForConnection() && !queue.context.isConnected()) {
+                    queue.slots.giveBack(slot); // the connection dropped while the slot was made
+                    return false;
+                }
                 looked = true;
                 if (landed(queue.slots.commit(slot, creates(stored), queue.layout.items()), stored.size(), deadline)) {
                     return true;

@@ -22,6 +22,9 @@ import org.apache.zookeeper.KeeperException.Code;
 final class SessionMarker {
     private record Marker(String path, long session) {}
 
+    // How often a look waiting for another caller's create checks whether it has ended.
+    private static final long LOOK_STEP_MILLIS = 20;
+
     private final SharedQueue queue;
     // Serializes creation only; lookups read the atomic, so callback threads never wait on it.
     private final ReentrantLock creating = new ReentrantLock();
@@ -89,9 +92,17 @@ final class SessionMarker {
     private void lock(Deadline deadline) throws InterruptedException, TimeoutException {
         if (deadline.awaitsAnswersFully()) {
             creating.lock(); // an untimed call waits for another's create as it would for its own
-        } else if (deadline.isForever() || !deadline.allowsWaiting()) {
-            // A look waits for another's create as it would for its own, but interruptibly.
+        } else if (deadline.isForever()) {
             creating.lockInterruptibly();
+        } else if (!deadline.allowsWaiting()) {
+            // A look waits for another's create as it would for its own: interruptibly, and until its event, which no
+            // lock can wait for, hence the steps. Only a look that meets another's create in flight takes them.
+            while (!creating.tryLock(LOOK_STEP_MILLIS, TimeUnit.MILLISECONDS)) {
+                if (deadline.lookEnded()) {
+                    throw new TimeoutException("the look ended while another caller was creating the session marker"
+                            + " under " + queue.layout.sessions());
+                }
+            }
         } else if (!creating.tryLock(deadline.remainingNanos(), TimeUnit.NANOSECONDS)) {
             throw new TimeoutException(
                     "another caller is still creating the session marker under " + queue.layout.sessions());

@@ -3,11 +3,14 @@ package io.coord.queue;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.coord.core.CoordinationException;
+import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.Deadline;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
@@ -18,6 +21,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
@@ -256,6 +260,58 @@ class QueueDeadlineTest {
         assertEquals("a", filler.poll(), "the item was left in place");
         client.close();
         proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void theLookOfAClaimWaitingForAnotherCallersSessionMarkerEndsWhenTheConnectionDrops() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("look-marker");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(
+                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(1_000, 100)));
+        queue(client, path).offer("item"); // the queue's layout
+        SharedQueue shared = SharedQueue.of(ClientContext.of(client), path);
+        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+        proxy.loseReplies(true);
+
+        // A caller that may wait makes the session's marker, whose answer never comes, for far longer than the bound.
+        CompletableFuture<Boolean> interrupted = new CompletableFuture<>();
+        Thread patient = new Thread(() -> {
+            try {
+                shared.marker.of(session, Deadline.after(Duration.ofSeconds(60)));
+                interrupted.complete(false);
+            } catch (InterruptedException e) {
+                interrupted.complete(true);
+            } catch (TimeoutException | RuntimeException e) {
+                interrupted.completeExceptionally(e);
+            }
+        });
+        patient.start();
+        await().until(() -> patient.getState() == Thread.State.TIMED_WAITING); // for the create's answer
+        Deadline look = shared.lookDeadline();
+
+        Throwable ended = CompletableFuture.supplyAsync(() -> {
+                                    try {
+                                        return shared.marker.of(session, look);
+                                    } catch (TimeoutException | InterruptedException e) {
+                                        return e;
+                                    }
+                                })
+                                .get(BOUND_SECONDS, TimeUnit.SECONDS)
+                        instanceof Throwable thrown
+                ? thrown
+                : null;
+        assertInstanceOf(TimeoutException.class, ended, "the look waited until the connection dropped, then gave up");
+        assertEquals(
+                "the look ended while another caller was creating the session marker under " + path + "/sessions",
+                ended.getMessage());
+        assertEquals(Thread.State.TIMED_WAITING, patient.getState(), "the other caller still waits for its create");
+        patient.interrupt();
+        assertTrue(interrupted.get(BOUND_SECONDS, TimeUnit.SECONDS), "the other caller gave up on its interrupt");
+        proxy.loseReplies(false);
+        client.close();
+        proxy.close();
+        assertEquals("item", queue(zk.newClient(), path).poll());
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 

@@ -118,6 +118,11 @@ public final class Deadline {
         return kind == Kind.FOREVER;
     }
 
+    /** Whether this is a {@link #lookUntil} look whose event has come; the other kinds end by time, if at all. */
+    public boolean lookEnded() {
+        return kind == Kind.LOOK && ended.isDone();
+    }
+
     /** Nanoseconds left: 0 for {@link #now()} and once passed, {@link Long#MAX_VALUE} for ever. */
     public long remainingNanos() {
         return switch (kind) {

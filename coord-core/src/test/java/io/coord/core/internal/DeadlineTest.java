@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -25,6 +27,7 @@ class DeadlineTest {
         assertTrue(look.expired());
         assertEquals(0, look.remainingNanos());
         assertEquals("Deadline[look]", look.toString());
+        assertFalse(look.lookEnded());
     }
 
     @Test
@@ -54,6 +57,7 @@ class DeadlineTest {
         dropped.complete(null);
         assertEquals("ended: the look ended before the answer came", waited.get(10, TimeUnit.SECONDS));
         assertEquals("Deadline[look, ended]", look.toString());
+        assertTrue(look.lookEnded());
         assertThrows(TimeoutException.class, () -> look.await(new CompletableFuture<>()), "ended already");
         assertEquals("late", look.await(CompletableFuture.completedFuture("late")), "an answer there is still taken");
     }
@@ -76,6 +80,14 @@ class DeadlineTest {
         await().until(() -> waiting.getState() == Thread.State.WAITING);
         waiting.interrupt();
         assertTrue(interrupted.get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void onlyALookEndsByAnEvent() {
+        for (Deadline other : List.of(
+                Deadline.now(), Deadline.throughOutages(), Deadline.forever(), Deadline.after(Duration.ofNanos(1)))) {
+            assertFalse(other.lookEnded(), other::toString);
+        }
     }
 
     @Test
