@@ -226,16 +226,22 @@ class QueueDeadlineTest {
         return zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
     }
 
+    /**
+     * A client through {@code proxy} whose requests Curator would retry through a silence for minutes, so that only a
+     * look's own bound ends it. Its session is the fixture's short one: the client notices a silence within seconds.
+     */
+    private static CuratorFramework retryingClient(ZooKeeperProxy proxy) throws InterruptedException {
+        return zk.newCustomClient(
+                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(1_000, 100)));
+    }
+
     @Test
     void theLookOfACallThatRanOutWaitsInterruptiblyAndEndsWhenTheConnectionDrops() throws Exception {
         String path = ZooKeeperFixture.uniquePath("look-silent");
         DistributedQueue<String> filler = queue(zk.newClient(), path);
         filler.offer("a");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        // Curator's retries would ride out the silence for minutes: only the look's own bound ends it. The session is
-        // the fixture's short one, so that the client notices the silence within seconds.
-        CuratorFramework client = zk.newCustomClient(
-                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework client = retryingClient(proxy);
         DistributedQueue<String> silent = queue(client, path);
         proxy.loseReplies(true);
 
@@ -267,8 +273,7 @@ class QueueDeadlineTest {
     void theLookOfAClaimWaitingForAnotherCallersSessionMarkerEndsWhenTheConnectionDrops() throws Exception {
         String path = ZooKeeperFixture.uniquePath("look-marker");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(
-                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(1_000, 100)));
+        CuratorFramework client = retryingClient(proxy);
         queue(client, path).offer("item"); // the queue's layout
         SharedQueue shared = SharedQueue.of(ClientContext.of(client), path);
         long session = client.getZookeeperClient().getZooKeeper().getSessionId();
