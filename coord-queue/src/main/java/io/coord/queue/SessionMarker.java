@@ -60,6 +60,9 @@ final class SessionMarker {
             if (existing != null) {
                 return existing;
             }
+            if (deadline.lookEnded()) {
+                throw lookEnded(); // a create sent now would wait for the connection, which a look does not
+            }
             String created = create(owner, deadline);
             if (created == null) {
                 return null;
@@ -99,14 +102,18 @@ final class SessionMarker {
             // lock can wait for, hence the steps. Only a look that meets another's create in flight takes them.
             while (!creating.tryLock(LOOK_STEP_MILLIS, TimeUnit.MILLISECONDS)) {
                 if (deadline.lookEnded()) {
-                    throw new TimeoutException("the look ended while another caller was creating the session marker"
-                            + " under " + queue.layout.sessions());
+                    throw lookEnded();
                 }
             }
         } else if (!creating.tryLock(deadline.remainingNanos(), TimeUnit.NANOSECONDS)) {
             throw new TimeoutException(
                     "another caller is still creating the session marker under " + queue.layout.sessions());
         }
+    }
+
+    private TimeoutException lookEnded() {
+        return new TimeoutException("the look ended before the session marker under " + queue.layout.sessions()
+                + " was made: the connection dropped");
     }
 
     // Under the creating lock: once per session, and whoever needs the marker waits for it anyway.

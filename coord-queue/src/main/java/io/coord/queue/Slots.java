@@ -380,6 +380,11 @@ final class Slots {
     }
 
     private Slot create(Deadline deadline) throws InterruptedException, TimeoutException {
+        if (deadline.lookEnded()) {
+            // A create sent now would wait for the connection, which a look does not.
+            throw new TimeoutException("the look ended before a write slot under " + queue.layout.slots()
+                    + " was made: the connection dropped");
+        }
         Slot slot = new Slot(queue.layout.newSlot(), resets.get());
         // Recorded before the first send, so that the client's close deletes it whatever becomes of the answer (a
         // create in doubt, then a timeout or a failure, may have made it); a delete of a missing slot is harmless.

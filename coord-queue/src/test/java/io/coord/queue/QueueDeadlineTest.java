@@ -308,7 +308,7 @@ class QueueDeadlineTest {
                 : null;
         assertInstanceOf(TimeoutException.class, ended, "the look waited until the connection dropped, then gave up");
         assertEquals(
-                "the look ended while another caller was creating the session marker under " + path + "/sessions",
+                "the look ended before the session marker under " + path + "/sessions was made: the connection dropped",
                 ended.getMessage());
         assertEquals(Thread.State.TIMED_WAITING, patient.getState(), "the other caller still waits for its create");
         patient.interrupt();
@@ -317,6 +317,27 @@ class QueueDeadlineTest {
         client.close();
         proxy.close();
         assertEquals("item", queue(zk.newClient(), path).poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aLookThatHasEndedCreatesNoSessionMarkerNorWriteSlot() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("look-ended-creates");
+        CuratorFramework client = zk.newClient();
+        queue(client, path).offer("item"); // the queue's layout, and one write slot
+        SharedQueue shared = SharedQueue.of(ClientContext.of(client), path);
+        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+        Slots.Slot idle = shared.slots.borrowFully();
+
+        Deadline ended = Deadline.lookUntil(CompletableFuture.completedFuture(null));
+        assertThrows(TimeoutException.class, () -> shared.marker.of(session, ended));
+        assertThrows(TimeoutException.class, () -> shared.slots.borrow(ended));
+        assertEquals(List.of(), client.getChildren().forPath(path + "/sessions"), "no marker was created");
+        assertEquals(1, client.getChildren().forPath(path + "/slots").size(), "no slot was created");
+        assertTrue(shared.marker.of(session).startsWith(path + "/sessions/s-"), "an untimed call then makes it");
+        shared.slots.giveBack(idle);
+        assertEquals("item", queue(client, path).poll());
+        client.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
