@@ -50,16 +50,29 @@ class QueueDeadlineTest {
         return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
     }
 
-    /** Runs a timed call on its own thread, and fails the test if it is still running long after its deadline. */
+    /**
+     * Runs a timed call on a thread of its own (not a shared pool's, which a call left blocked by an earlier test would
+     * hold up), and fails the test with the call's stack if it is still running long after its deadline.
+     */
     private static <V> V endsByItsDeadline(Call<V> call) throws Exception {
-        return CompletableFuture.supplyAsync(() -> {
-                    try {
-                        return call.call();
-                    } catch (InterruptedException e) {
-                        throw new IllegalStateException(e);
-                    }
-                })
-                .get(BOUND_SECONDS, TimeUnit.SECONDS);
+        CompletableFuture<V> result = new CompletableFuture<>();
+        Thread calling = new Thread(() -> {
+            try {
+                result.complete(call.call());
+            } catch (Throwable e) {
+                result.completeExceptionally(e);
+            }
+        });
+        calling.start();
+        try {
+            return result.get(BOUND_SECONDS, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            StringBuilder stack = new StringBuilder();
+            for (StackTraceElement frame : calling.getStackTrace()) {
+                stack.append("\n\tat ").append(frame);
+            }
+            throw new AssertionError("the call still runs " + BOUND_SECONDS + " s after it began:" + stack, e);
+        }
     }
 
     private static CountDownLatch suspension(CuratorFramework client) {
