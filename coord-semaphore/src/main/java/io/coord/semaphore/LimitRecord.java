@@ -214,6 +214,15 @@ final class LimitRecord implements PathRecord {
     private void check(CuratorEvent event, Check c) {
         byte[] data = event.getData();
         if (data == null || data.length == 0) {
+            if (event.getStat().getVersion() == -1) {
+                // Wrapped there after 2^32 writes: a conditional write at -1 matches any version, so two claims of
+                // different limits could both land, each believing its own.
+                c.done.completeExceptionally(new IllegalStateException("the data of " + path + " is empty at data"
+                        + " version -1, where ZooKeeper cannot tell a claim of it from an overwrite (-1 matches any"
+                        + " version): write the limit (" + maxLeases + ") into " + path + " by hand, or use another"
+                        + " path"));
+                return;
+            }
             // The path exists without a record (made as a bare parent): claim it, unless someone else just did.
             run(
                     c.done,

@@ -11,6 +11,7 @@ import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
@@ -123,6 +124,32 @@ class DeletedPathTest {
                         + " stores the local address unless given data): empty the data, or use another path",
                 refused.getMessage());
         assertArrayEquals(address, admin.getData().forPath(path));
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void anEmptyPathWhoseDataVersionWrappedToMinusOneIsRefusedUntilItsLimitIsWrittenByHand() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("version-wrapped");
+        CuratorFramework admin = zk.newClient();
+        admin.create().creatingParentsIfNeeded().forPath(path, new byte[0]);
+        zk.setDataVersion(path, -1); // where 2^32 writes of its data leave it
+        DistributedSemaphore semaphore = new DistributedSemaphore(zk.newClient(), path, 3);
+
+        IllegalStateException refused =
+                assertThrows(IllegalStateException.class, () -> semaphore.tryAcquire(1, Duration.ofSeconds(10)));
+        assertEquals(
+                "the data of " + path + " is empty at data version -1, where ZooKeeper cannot tell a claim of it from"
+                        + " an overwrite (-1 matches any version): write the limit (3) into " + path + " by hand, or"
+                        + " use another path",
+                refused.getMessage());
+        Stat stat = new Stat();
+        assertArrayEquals(new byte[0], admin.getData().storingStatIn(stat).forPath(path), "nothing was written");
+        assertEquals(-1, stat.getVersion(), "nothing was written");
+        assertEquals(List.of(), admin.getChildren().forPath(path), "no permit's node was left");
+
+        admin.setData().forPath(path, "3".getBytes(StandardCharsets.UTF_8)); // by hand, as the message says
+        semaphore.acquire().close();
+        deleteWhenIdle(admin, path);
         zk.assertNoLeaks(path);
     }
 
