@@ -6,6 +6,7 @@ import io.coord.core.SequenceNode;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -14,6 +15,7 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -55,6 +57,11 @@ import org.slf4j.LoggerFactory;
 public final class ClientContext {
     private static final Duration REFUSED_REMOVAL_PAUSE = Duration.ofMillis(100);
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
+    // Sequence nodes by their sequence, then any other names by name.
+    static final Comparator<String> CREATION_ORDER = Comparator.comparing(
+                    (String name) -> SequenceNode.parse(name).orElse(null),
+                    Comparator.nullsLast(Comparator.naturalOrder()))
+            .thenComparing(Comparator.naturalOrder());
     private static final ReentrantLock REGISTRY_LOCK = new ReentrantLock();
     // Connection -> namespace ("" for none) -> context. Weak both ways: the client keeps its context alive through the
     // listeners it holds, and nothing else does.
@@ -70,7 +77,8 @@ public final class ClientContext {
     // The ids (_c_<id>-) of creates withdrawn while in flight, until what they made is deleted (see
     // #withdrawnInFlight).
     private final Set<String> withdrawnIds = ConcurrentHashMap.newKeySet();
-    // The names of our znodes whose delete is sent and not yet answered for good, by parent (see #isLeaving).
+    // The names of our znodes whose delete is sent and not yet answered for good, by parent (see #isLeaving), each
+    // parent's in creation order (see #resendDeletes).
     private final Map<String, Set<String>> deleting = new ConcurrentHashMap<>();
     // Full paths among them of leases that ended without their holder letting go (see deleteLost).
     private final Set<String> lostNodes = ConcurrentHashMap.newKeySet();
@@ -687,7 +695,7 @@ public final class ClientContext {
         CompletableFuture<Void> answered = new CompletableFuture<>();
         ZKPaths.PathAndNode parentAndName = ZKPaths.getPathAndNode(path);
         deleting.compute(parentAndName.getPath(), (parent, names) -> {
-            Set<String> now = names != null ? names : ConcurrentHashMap.newKeySet();
+            Set<String> now = names != null ? names : new ConcurrentSkipListSet<>(CREATION_ORDER);
             now.add(parentAndName.getNode());
             return now;
         });
@@ -731,7 +739,8 @@ public final class ClientContext {
      * Sends every delete of ours not yet answered for good again, at once. Curator sends a request lost with its
      * connection again only after its retry policy's sleep, while what is sent on the new connection goes out at
      * once: a released node would hold up everyone else, and tell them a holder is still there, for that long.
-     * A delete answered meanwhile costs one request that finds nothing.
+     * A delete answered meanwhile costs one request that finds nothing. Each parent's go in creation order, so that
+     * the first node of a lease of several, the one its holder fences writes on, goes no later than the others.
      */
     private void resendDeletes() {
         deleting.forEach((parent, names) -> names.forEach(name -> deleteGuaranteed(ZKPaths.makePath(parent, name))));
