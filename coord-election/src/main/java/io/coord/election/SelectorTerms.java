@@ -234,7 +234,7 @@ final class SelectorTerms {
                 try {
                     runner.execute(() -> runTerm(lease));
                 } catch (RejectedExecutionException e) {
-                    endTerm(lease); // closed between the grant and now
+                    endTerm(lease, false); // closed between the grant and now
                 }
             });
             lease.onRevocationRequested(() -> {}, Runnable::run);
@@ -271,6 +271,9 @@ final class SelectorTerms {
 
     /** Runs on the runner thread. */
     private void runTerm(Lease lease) {
+        // A grant whose node was never seen may have been made on a node already gone: as if never made, the
+        // selector queues again, whether or not it requeues by itself.
+        boolean neverMade = engine.endedUnconfirmed(lease);
         boolean run;
         lock.lock();
         try {
@@ -284,7 +287,9 @@ final class SelectorTerms {
         try {
             // Checked after leaderThread is set: a later change that ends leadership interrupts us, an earlier one is
             // seen here.
-            if (run && !policy.leads(lease.state())) {
+            if (run && neverMade) {
+                log.info("{}: its node was gone before its term was confirmed, so it queues again", name);
+            } else if (run && !policy.leads(lease.state())) {
                 // As a task interrupted at once; the selector queues again only if it requeues by itself.
                 log.info("{}: its term stopped leading before its task started, so the task did not run", name);
             } else if (run && reportStarted(lease)) {
@@ -298,11 +303,12 @@ final class SelectorTerms {
                 throw fatal; // the JVM is in no state to go on as if nothing happened
             }
         } finally {
-            endTerm(lease);
+            endTerm(lease, neverMade);
         }
     }
 
-    private void endTerm(Lease lease) {
+    /** Ends the term; the selector queues again if it requeues by itself, or if the term was {@code neverMade}. */
+    private void endTerm(Lease lease, boolean neverMade) {
         boolean again = false;
         lock.lock();
         try {
@@ -317,7 +323,7 @@ final class SelectorTerms {
                 leaderThread = null;
                 stoppedUnreported = null;
                 if (phase == Phase.LEADING) {
-                    again = autoRequeue;
+                    again = autoRequeue || neverMade;
                     moveTo(again ? Phase.QUEUED : Phase.IDLE);
                 }
             }

@@ -374,6 +374,15 @@ class LeaderSelectorTest {
 
     @Test
     void aSelectorWhoseWaitingNodeSomebodyElseDeletesNeverRunsItsTaskOnIt() throws Exception {
+        deletedWaiterQueuesAgainBehindTheNext(true);
+    }
+
+    @Test
+    void aSelectorThatDoesNotRequeueStillQueuesAgainWhenItsWaitingNodeWasDeleted() throws Exception {
+        deletedWaiterQueuesAgainBehindTheNext(false); // its term never led, so it does not count as its one term
+    }
+
+    private static void deletedWaiterQueuesAgainBehindTheNext(boolean autoRequeue) throws Exception {
         String path = ZooKeeperFixture.uniquePath("deleted-waiter");
         CountDownLatch firstLeads = new CountDownLatch(1);
         CountDownLatch firstMayReturn = new CountDownLatch(1);
@@ -384,7 +393,9 @@ class LeaderSelectorTest {
         AtomicInteger secondTerms = new AtomicInteger();
         LeaderSelector second =
                 new LeaderSelector(zk.newClient(), path, "second", term -> secondTerms.incrementAndGet());
-        second.autoRequeue(); // so that its term's end shows: it queues again
+        if (autoRequeue) {
+            second.autoRequeue();
+        }
         CountDownLatch thirdLeads = new CountDownLatch(1);
         LeaderSelector third = new LeaderSelector(zk.newClient(), path, "third", term -> {
             thirdLeads.countDown();
@@ -401,9 +412,12 @@ class LeaderSelectorTest {
                 && third.participants().get(1).id().equals("second"));
         assertEquals(0, secondTerms.get(), "the second's task never ran");
         assertFalse(second.hasLeadership());
+        assertFalse(second.requeue(), "queued already");
+
+        third.close(); // the second's turn comes
+        await().until(() -> secondTerms.get() >= 1);
         first.close();
         second.close();
-        third.close();
         zk.assertNoLeaks(path);
     }
 

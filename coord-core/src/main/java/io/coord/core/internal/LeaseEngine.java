@@ -416,6 +416,14 @@ public final class LeaseEngine {
         grantedHere(lease).whenConfirmed(action);
     }
 
+    /**
+     * Whether {@code lease} ended before its node was seen as its session's: a grant that {@link #isConfirmed} settled
+     * by its end, on a node that may have been gone already. An election treats it as never made.
+     */
+    public boolean endedUnconfirmed(Lease lease) {
+        return grantedHere(lease).endedUnseen();
+    }
+
     private LeaseImpl grantedHere(Lease lease) {
         if (!(lease instanceof LeaseImpl granted) || granted.engine() != this) {
             throw new IllegalArgumentException("not a lease granted by the engine of " + path() + ": " + lease);

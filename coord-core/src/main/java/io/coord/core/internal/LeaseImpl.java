@@ -209,6 +209,11 @@ final class LeaseImpl implements Lease {
         return seen.isDone() || ended.isDone();
     }
 
+    /** Whether the lease ended before its node was seen (see {@link #nodeSeen}). */
+    boolean endedUnseen() {
+        return ended.isDone() && !seen.isDone();
+    }
+
     /**
      * Runs {@code action} once the lease is confirmed (see {@link #isConfirmed}): on the thread that confirms it, or
      * at once. Confirming a grant that was not seen takes a read of its node: {@link #onRevocationRequested} sends it.
