@@ -46,7 +46,8 @@ final class QueueClaim<T> implements Claim<T> {
     // The ack under way, if any: it holds the lock until its removal is answered, through an outage if need be.
     private volatile CompletableFuture<Void> acking;
 
-    // Times a withdrawal is sent again while its replies are lost (see withdraw).
+    // Times a withdrawal is sent again while its replies are lost (see withdraw), and a release whose slot vanished
+    // while its outcome was in doubt, found not to have landed (see release).
     private static final int WITHDRAWALS = 3;
 
     private QueueClaim(SharedQueue queue, String name, long session, T item, String marker) {
@@ -139,7 +140,7 @@ final class QueueClaim<T> implements Claim<T> {
             }
             // On another thread: settling a lost reply or making a marker again waits for the server, which neither
             // the closer (for ever) nor ZooKeeper's event thread (at all) may do.
-            queue.context.callbacks().execute(() -> release(answered));
+            queue.context.callbacks().execute(() -> release(answered, WITHDRAWALS));
         } finally {
             lock.unlock();
         }
@@ -183,10 +184,29 @@ final class QueueClaim<T> implements Claim<T> {
         // while the session lives, the name is ours to settle.
         if (outcome.failedOp() == 1) {
             queue.items.names().acked(name, session); // the item is gone for everyone
+            dropClaim(); // its claim would outlive it until the session ends
         } else if (outcome.failedOp() == 2) {
             queue.items.released(name, session); // only the claim is gone: the item is in play again
         }
         return false;
+    }
+
+    /**
+     * Deletes the claim node of an item found gone (deleted by hand), guarded as a release is; one the queue cannot
+     * delete so is left to the session's end.
+     */
+    private void dropClaim() {
+        String claimPath = queue.layout.claim(name);
+        CuratorFramework client = queue.context.client();
+        try {
+            guarded(
+                    proving(queue.marker.existing(session)),
+                    m -> List.of(TransactionOps.check(client, m), TransactionOps.delete(client, claimPath)),
+                    claimPath,
+                    () -> {});
+        } catch (RuntimeException e) {
+            log.debug("the claim {} of a vanished item left to its session's end", claimPath, e);
+        }
     }
 
     /**
@@ -310,9 +330,11 @@ final class QueueClaim<T> implements Claim<T> {
      * the transaction's reply is lost, or before a session marker must be made or proven. A new write slot is waited
      * for (a few creates at most, each bounded by Curator's retries), so that the item is back in play when the
      * closer returns; a marker's wait resends for as long as the session lives, which a closer on Curator's
-     * connection listener thread (where the news of an outage comes from) must not wait out.
+     * connection listener thread (where the news of an outage comes from) must not wait out. A release that cannot
+     * tell whether it landed, its slot gone, looks at the claim node: one still ours was not released, and the release
+     * is sent again with another slot, up to {@code tries} times in all.
      */
-    private void release(CompletableFuture<Void> answered) {
+    private void release(CompletableFuture<Void> answered, int tries) {
         String claimPath = queue.layout.claim(name);
         CuratorFramework client = queue.context.client();
         try {
@@ -339,10 +361,20 @@ final class QueueClaim<T> implements Claim<T> {
                         outcome.code());
             }
         } catch (Slots.WriteInDoubt e) {
-            // The release may have landed: the claim node says. A name held for good would hide the item from this
-            // client's consumers until the session ends.
+            // The release may have landed: the claim node says. A name held for good would hide the item from every
+            // consumer until the session ends; a replay of the release fails on its vanished slot.
             try {
-                releasedUnlessOurs(claimPath);
+                if (!releasedUnlessOurs(claimPath) && queue.context.sessionId() == session) {
+                    if (tries > 1) {
+                        release(answered, tries - 1);
+                    } else {
+                        log.warn(
+                                "the release of {} could not be made: the item stays claimed until this client's"
+                                        + " session ends",
+                                claimPath,
+                                e);
+                    }
+                }
             } catch (RuntimeException again) {
                 log.debug("release of {} left to its session's end", claimPath, again);
             }

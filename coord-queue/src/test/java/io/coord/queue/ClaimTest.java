@@ -215,6 +215,22 @@ class ClaimTest {
     }
 
     @Test
+    void anAckThatFindsItsItemDeletedByHandAnswersFalseAndLeavesNoClaim() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("ack-item-gone");
+        CuratorFramework client = zk.newClient();
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("gone");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+        zk.newClient().delete().forPath(path + "/items/" + itemName(client, path));
+        queue.offer("next");
+
+        assertFalse(claim.ack(), "nothing was removed by this ack");
+        claim.close();
+        assertEquals("next", queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void closedClaimIsTakenFirstByTheSameClient() throws Exception {
         String path = ZooKeeperFixture.uniquePath("requeue-local");
         DistributedQueue<String> queue = queue(zk.newClient(), path);

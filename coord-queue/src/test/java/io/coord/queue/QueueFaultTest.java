@@ -596,6 +596,35 @@ class QueueFaultTest {
     }
 
     @Test
+    void aReleaseThatCannotTellIfItLandedAndDidNotIsSentAgainSoTheItemIsNotHiddenUntilTheSessionEnds()
+            throws Exception {
+        String path = ZooKeeperFixture.uniquePath("release-not-landed");
+        ZooKeeperProxy proxy = firstServersProxy();
+        CuratorFramework client = zk.newOutageProofClient(proxy);
+        CuratorFramework admin = zk.newClient();
+        DistributedQueue<String> consumer = queue(client, path);
+        queue(admin, path).offer("x");
+        Claim<String> claim = consumer.claim(Duration.ofSeconds(10)).orElseThrow();
+        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+
+        // The release goes out while the consumer is cut off, so it cannot land; the slots are deleted meanwhile.
+        CountDownLatch suspended = ZooKeeperFixture.latchOn(client, ConnectionState.SUSPENDED);
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+        claim.close(); // returns at once while disconnected
+        for (String slot : admin.getChildren().forPath(path + "/slots")) {
+            admin.delete().forPath(path + "/slots/" + slot);
+        }
+        proxy.refuseConnections(false);
+
+        assertEquals("x", consumer.poll(Duration.ofSeconds(20)), "back in play, on the session that claimed it");
+        assertEquals(session, client.getZookeeperClient().getZooKeeper().getSessionId());
+        client.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aWriteWhoseSlotIsDeletedWhileItsReplyIsLostFailsRatherThanWritingTwice() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-deleted-in-doubt");
         ZooKeeperProxy proxy = firstServersProxy();
