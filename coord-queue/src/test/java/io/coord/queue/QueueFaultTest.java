@@ -73,6 +73,28 @@ class QueueFaultTest {
         proxy.refuseConnections(false);
     }
 
+    /** A claim on "x", held by a client that reaches the server through {@code proxy}; {@code admin} goes direct. */
+    private record ClaimThroughProxy(
+            ZooKeeperProxy proxy,
+            CuratorFramework client,
+            CuratorFramework admin,
+            DistributedQueue<String> consumer,
+            Claim<String> claim) {
+        static ClaimThroughProxy of(String path) throws Exception {
+            ZooKeeperProxy proxy = firstServersProxy();
+            CuratorFramework client = zk.newOutageProofClient(proxy);
+            CuratorFramework admin = zk.newClient();
+            DistributedQueue<String> consumer = queue(client, path);
+            queue(admin, path).offer("x");
+            return new ClaimThroughProxy(
+                    proxy,
+                    client,
+                    admin,
+                    consumer,
+                    consumer.claim(Duration.ofSeconds(10)).orElseThrow());
+        }
+    }
+
     /**
      * A queue at {@code path} whose client reaches the server through {@code proxy}, with "a" in it and a put of "b"
      * that has landed on the server while its reply is lost: the producer knows the count, so its writes need no read.
@@ -576,22 +598,17 @@ class QueueFaultTest {
     @Test
     void aReleaseThatCannotTellIfItLandedLooksAtTheClaimSoTheItemIsNotHiddenFromItsOwnClient() throws Exception {
         String path = ZooKeeperFixture.uniquePath("release-in-doubt");
-        ZooKeeperProxy proxy = firstServersProxy();
-        CuratorFramework client = zk.newOutageProofClient(proxy);
-        CuratorFramework admin = zk.newClient();
-        DistributedQueue<String> consumer = queue(client, path);
-        queue(admin, path).offer("x");
-        Claim<String> claim = consumer.claim(Duration.ofSeconds(10)).orElseThrow();
+        ClaimThroughProxy held = ClaimThroughProxy.of(path);
 
         // The release lands and its reply is lost; the slots are deleted while the consumer is cut off.
-        proxy.loseReplies(true);
-        CompletableFuture<Void> closed = CompletableFuture.runAsync(claim::close);
-        await().until(() -> admin.getChildren().forPath(path + "/claims").isEmpty());
-        deleteSlotsWhileCutOff(proxy, admin, path);
+        held.proxy().loseReplies(true);
+        CompletableFuture<Void> closed = CompletableFuture.runAsync(held.claim()::close);
+        await().until(() -> held.admin().getChildren().forPath(path + "/claims").isEmpty());
+        deleteSlotsWhileCutOff(held.proxy(), held.admin(), path);
         closed.get(30, TimeUnit.SECONDS);
 
-        assertEquals("x", consumer.poll(Duration.ofSeconds(20)), "back in play for its own client too");
-        client.close();
+        assertEquals("x", held.consumer().poll(Duration.ofSeconds(20)), "back in play for its own client too");
+        held.client().close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
@@ -599,28 +616,20 @@ class QueueFaultTest {
     void aReleaseThatCannotTellIfItLandedAndDidNotIsSentAgainSoTheItemIsNotHiddenUntilTheSessionEnds()
             throws Exception {
         String path = ZooKeeperFixture.uniquePath("release-not-landed");
-        ZooKeeperProxy proxy = firstServersProxy();
-        CuratorFramework client = zk.newOutageProofClient(proxy);
-        CuratorFramework admin = zk.newClient();
-        DistributedQueue<String> consumer = queue(client, path);
-        queue(admin, path).offer("x");
-        Claim<String> claim = consumer.claim(Duration.ofSeconds(10)).orElseThrow();
-        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+        ClaimThroughProxy held = ClaimThroughProxy.of(path);
+        long session = held.client().getZookeeperClient().getZooKeeper().getSessionId();
 
         // The release goes out while the consumer is cut off, so it cannot land; the slots are deleted meanwhile.
-        CountDownLatch suspended = ZooKeeperFixture.latchOn(client, ConnectionState.SUSPENDED);
-        proxy.refuseConnections(true);
-        proxy.cutConnections();
+        CountDownLatch suspended = ZooKeeperFixture.latchOn(held.client(), ConnectionState.SUSPENDED);
+        held.proxy().refuseConnections(true);
+        held.proxy().cutConnections();
         assertTrue(suspended.await(10, TimeUnit.SECONDS));
-        claim.close(); // returns at once while disconnected
-        for (String slot : admin.getChildren().forPath(path + "/slots")) {
-            admin.delete().forPath(path + "/slots/" + slot);
-        }
-        proxy.refuseConnections(false);
+        held.claim().close(); // returns at once while disconnected
+        deleteSlotsWhileCutOff(held.proxy(), held.admin(), path);
 
-        assertEquals("x", consumer.poll(Duration.ofSeconds(20)), "back in play, on the session that claimed it");
-        assertEquals(session, client.getZookeeperClient().getZooKeeper().getSessionId());
-        client.close();
+        assertEquals("x", held.consumer().poll(Duration.ofSeconds(20)), "back in play, on the session that claimed it");
+        assertEquals(session, held.client().getZookeeperClient().getZooKeeper().getSessionId());
+        held.client().close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 
