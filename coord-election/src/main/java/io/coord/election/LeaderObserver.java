@@ -5,10 +5,13 @@ import io.coord.core.Participant;
 import io.coord.core.SequenceNode;
 import io.coord.core.internal.Arguments;
 import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.Executors;
 import io.coord.core.internal.OrderedListeners;
 import io.coord.core.internal.PathFollower;
+import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SerialExecutor;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
@@ -47,6 +50,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class LeaderObserver implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(LeaderObserver.class);
+    // How long a read that the server refused outright (throttled, say) waits before it is made again.
+    private static final Duration REFUSED_READ_PAUSE = Duration.ofMillis(250);
 
     private enum Phase {
         LATENT,
@@ -279,7 +284,15 @@ public final class LeaderObserver implements AutoCloseable {
                 // does leave one there; it is armed only while the path is missing, so we never hold two.
                 watchCreation();
             }
-            default -> log.debug("{} read children: {}; reading again on reconnect", this, rc);
+            default -> {
+                if (ResultCodes.isInDoubt(rc)) {
+                    log.debug("{} read children: {}; reading again on reconnect", this, rc);
+                } else {
+                    // Refused (a server's request throttling answers THROTTLEDOP): nothing else would read again.
+                    log.debug("{} read children: {}; reading again shortly", this, rc);
+                    afterPause(this::readChildren);
+                }
+            }
         }
         if (isClosed()) {
             watches.readAfterLeaving(path); // the read may have re-armed a watch that close() had dropped
@@ -352,6 +365,24 @@ public final class LeaderObserver implements AutoCloseable {
         return lowest;
     }
 
+    private void readLeaderIfHead(SequenceNode node) {
+        boolean head;
+        lock.lock();
+        try {
+            head = phase == Phase.STARTED && node.name().equals(leaderNode);
+        } finally {
+            lock.unlock();
+        }
+        if (head) {
+            readLeader(node);
+        }
+    }
+
+    /** Runs {@code read} after {@link #REFUSED_READ_PAUSE}, unless the client is closed first. */
+    private void afterPause(Runnable read) {
+        context.track(Executors.after(REFUSED_READ_PAUSE)).thenRun(read);
+    }
+
     private void readLeader(SequenceNode node) {
         try {
             client.getData()
@@ -385,8 +416,15 @@ public final class LeaderObserver implements AutoCloseable {
                     leader = new Participant("", node.name(), node.sequence());
                     report(leader);
                 }
-                // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
-                default -> leaderNode = null;
+                default -> {
+                    if (ResultCodes.isInDoubt(rc)) {
+                        // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
+                        leaderNode = null;
+                    } else {
+                        // Refused (throttled, say): read it again shortly, if it is still the head then.
+                        afterPause(() -> readLeaderIfHead(node));
+                    }
+                }
             }
         } finally {
             lock.unlock();

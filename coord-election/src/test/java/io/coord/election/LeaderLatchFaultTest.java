@@ -18,12 +18,14 @@ import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
+import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
@@ -130,6 +132,29 @@ class LeaderLatchFaultTest {
         third.close();
         assertTrue(second.await(Duration.ofSeconds(10)));
         second.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aCandidateWhoseConfirmingReadIsThrottledReadsAgainAndLeads() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("throttled-confirmation");
+        LeaderLatch first = new LeaderLatch(zk.newClient(), path, "first");
+        first.start();
+        assertTrue(first.await(Duration.ofSeconds(10)));
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // Its client's first term on the path waits on a watch of the leader's node, so its grant waits for the read
+        // of its own node that confirms it.
+        CuratorFramework secondClient = zk.newCustomClient(b -> b.connectString(proxy.connectString()));
+        LeaderLatch second = new LeaderLatch(secondClient, path, "second");
+        second.start();
+        await().until(() -> first.participants().size() == 2);
+
+        proxy.failNextReply(Code.THROTTLEDOP); // what a server with request throttling on answers when it is busy
+        first.close();
+        assertTrue(second.await(Duration.ofSeconds(10)), "the refused read was made again");
+        second.close();
+        secondClient.close();
+        proxy.close();
         zk.assertNoLeaks(path);
     }
 

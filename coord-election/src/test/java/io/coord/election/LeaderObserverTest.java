@@ -11,6 +11,7 @@ import io.coord.testkit.EngineMode;
 import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -83,6 +84,36 @@ class LeaderObserverTest {
         d.close();
         zk.assertNoLeaks(path);
         assertEquals(List.of("a", "b", NOBODY, "c", NOBODY), seen);
+    }
+
+    @Test
+    void anObserverWhoseReadIsThrottledReadsAgainAndReportsTheNewLeader() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("throttled-observer");
+        CuratorFramework client = zk.newClient();
+        LeaderLatch a = new LeaderLatch(client, path, "a");
+        LeaderLatch b = new LeaderLatch(client, path, "b");
+        a.start();
+        assertTrue(a.await(Duration.ofSeconds(10)));
+        b.start();
+        await().until(() -> a.participants().size() == 2);
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework observing = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+        LeaderObserver observer = new LeaderObserver(observing, path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        observer.addListener(recorder(seen), Runnable::run);
+        observer.start();
+        await().until(() -> seen.equals(List.of("a")));
+
+        // The read that follows the change (of the children, or of the new leader's id) is refused, as a server with
+        // request throttling on refuses a request when it is busy.
+        proxy.failNextReply(KeeperException.Code.THROTTLEDOP);
+        a.close();
+        await().until(() -> seen.equals(List.of("a", "b")));
+        observer.close();
+        b.close();
+        observing.close();
+        proxy.close();
+        zk.assertNoLeaks(path);
     }
 
     @Test

@@ -22,7 +22,9 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import org.apache.zookeeper.KeeperException.Code;
 
 /**
  * A TCP proxy on loopback in front of one ZooKeeper server, for the network faults a service must survive: it can
@@ -38,6 +40,8 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private static final int CHUNKS_IN_FLIGHT = 256;
     // Packets to the client whose header carries a negative xid are not replies: notifications, pings, auth.
     private static final int FIRST_REPLY_XID = 1;
+    // A reply's header after its length: xid (4 bytes), zxid (8), then the error code.
+    private static final int REPLY_ERROR_OFFSET = 4 + 4 + 8;
     private static final byte[] END = new byte[0];
     private static final byte[] NOTHING = new byte[0];
     private static final Duration LONGEST = Duration.ofDays(1);
@@ -53,6 +57,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
     private final AtomicLong repliesLost = new AtomicLong();
     private final AtomicBoolean dropNextReply = new AtomicBoolean();
+    private final AtomicReference<Code> failNextReply = new AtomicReference<>();
     private volatile long oneWayNanos;
     private volatile boolean losingReplies;
     private volatile long refusingUntilNanos;
@@ -116,14 +121,16 @@ public final class ZooKeeperProxy implements AutoCloseable {
     }
 
     /**
-     * Ends every fault set so far (refusals, a cut-off, lost replies, a reply set to be dropped, the delay) without
-     * closing the connections open now: the clients that are about to close through them must reach their server.
+     * Ends every fault set so far (refusals, a cut-off, lost replies, a reply set to be dropped or failed, the delay)
+     * without closing the connections open now: the clients that are about to close through them must reach their
+     * server.
      */
     void endFaults() {
         refusing = false;
         refusingUntilNanos = System.nanoTime();
         losingReplies = false;
         dropNextReply.set(false);
+        failNextReply.set(null);
         oneWayNanos = 0;
     }
 
@@ -147,6 +154,14 @@ public final class ZooKeeperProxy implements AutoCloseable {
      */
     public void dropNextReply() {
         dropNextReply.set(true);
+    }
+
+    /**
+     * The server's reply to the next request reaches the client as {@code code} instead, as a refusal by the server
+     * would (a request throttled, say); the server did what it was asked all the same.
+     */
+    public void failNextReply(Code code) {
+        failNextReply.set(Objects.requireNonNull(code, "code"));
     }
 
     /** Whether it still relays: not closed. */
@@ -267,6 +282,10 @@ public final class ZooKeeperProxy implements AutoCloseable {
             if (losingReplies) {
                 repliesLost.incrementAndGet();
                 return NOTHING;
+            }
+            Code failed = reply ? failNextReply.getAndSet(null) : null;
+            if (failed != null) {
+                ByteBuffer.wrap(packet).putInt(REPLY_ERROR_OFFSET, failed.intValue()); // the body is then not read
             }
             if (reply && dropNextReply.compareAndSet(true, false)) {
                 repliesLost.incrementAndGet();

@@ -2,6 +2,7 @@ package io.coord.core.internal;
 
 import io.coord.core.LeaseState;
 import io.coord.core.SequenceNode;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
@@ -28,6 +29,9 @@ import org.apache.zookeeper.Watcher.Event.EventType;
  * and a read after reconnecting) from running the actions twice.
  */
 final class RevocationWatch implements PathView.Member, PathView.NodeListener {
+    // How long a read that the server refused outright (throttled, say) waits before it is made again.
+    private static final Duration REFUSED_READ_PAUSE = Duration.ofMillis(250);
+
     private final LeaseImpl lease;
     private final ClientContext context;
     private final String node; // the lease's first node: where requests are written
@@ -198,10 +202,24 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
             // owner from reading it: seen, but no request can be read.
             case NOAUTH -> lease.nodeSeen();
             default -> {
-                // In doubt: a watch that was not set is set when connected again. The view reads anew by itself,
-                // and this watch reads with it.
-                if (watch && ResultCodes.isInDoubt(rc) && !isStopped()) {
-                    context.whenConnected(() -> read(true));
+                if (isStopped()) {
+                    return;
+                }
+                if (ResultCodes.isInDoubt(rc)) {
+                    // A watch that was not set is set when connected again. The view reads anew by itself, and this
+                    // watch reads with it.
+                    if (watch) {
+                        context.whenConnected(() -> read(true));
+                    }
+                } else {
+                    // Refused (a server's request throttling answers THROTTLEDOP): nothing else would read again, and
+                    // a grant waiting for its confirmation would wait until the next reconnect, holding up everyone
+                    // queued behind it.
+                    context.track(Executors.after(REFUSED_READ_PAUSE)).thenRun(() -> {
+                        if (!isStopped()) {
+                            read(watch);
+                        }
+                    });
                 }
             }
         }
