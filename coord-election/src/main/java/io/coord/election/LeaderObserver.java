@@ -8,7 +8,6 @@ import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.Executors;
 import io.coord.core.internal.OrderedListeners;
 import io.coord.core.internal.PathFollower;
-import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SerialExecutor;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -50,7 +49,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class LeaderObserver implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(LeaderObserver.class);
-    // How long a read that the server refused outright (throttled, say) waits before it is made again.
+    // How long a read that a server's request throttling refused waits before it is made again.
     private static final Duration REFUSED_READ_PAUSE = Duration.ofMillis(250);
 
     private enum Phase {
@@ -285,12 +284,12 @@ public final class LeaderObserver implements AutoCloseable {
                 watchCreation();
             }
             default -> {
-                if (ResultCodes.isInDoubt(rc)) {
-                    log.debug("{} read children: {}; reading again on reconnect", this, rc);
-                } else {
-                    // Refused (a server's request throttling answers THROTTLEDOP): nothing else would read again.
+                if (rc == KeeperException.Code.THROTTLEDOP) {
+                    // A server's request throttling refused it: nothing else would read again.
                     log.debug("{} read children: {}; reading again shortly", this, rc);
                     afterPause(this::readChildren);
+                } else {
+                    log.debug("{} read children: {}; reading again on reconnect", this, rc);
                 }
             }
         }
@@ -417,12 +416,12 @@ public final class LeaderObserver implements AutoCloseable {
                     report(leader);
                 }
                 default -> {
-                    if (ResultCodes.isInDoubt(rc)) {
+                    if (rc == KeeperException.Code.THROTTLEDOP) {
+                        // A server's request throttling refused it: read it again shortly, if still the head then.
+                        afterPause(() -> readLeaderIfHead(node));
+                    } else {
                         // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
                         leaderNode = null;
-                    } else {
-                        // Refused (throttled, say): read it again shortly, if it is still the head then.
-                        afterPause(() -> readLeaderIfHead(node));
                     }
                 }
             }

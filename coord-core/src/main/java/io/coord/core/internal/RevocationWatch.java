@@ -29,7 +29,7 @@ import org.apache.zookeeper.Watcher.Event.EventType;
  * and a read after reconnecting) from running the actions twice.
  */
 final class RevocationWatch implements PathView.Member, PathView.NodeListener {
-    // How long a read that the server refused outright (throttled, say) waits before it is made again.
+    // How long a read that a server's request throttling refused waits before it is made again.
     private static final Duration REFUSED_READ_PAUSE = Duration.ofMillis(250);
 
     private final LeaseImpl lease;
@@ -205,21 +205,18 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
                 if (isStopped()) {
                     return;
                 }
-                if (ResultCodes.isInDoubt(rc)) {
-                    // A watch that was not set is set when connected again. The view reads anew by itself, and this
-                    // watch reads with it.
-                    if (watch) {
-                        context.whenConnected(() -> read(true));
-                    }
-                } else {
-                    // Refused (a server's request throttling answers THROTTLEDOP): nothing else would read again, and
-                    // a grant waiting for its confirmation would wait until the next reconnect, holding up everyone
-                    // queued behind it.
+                if (rc == Code.THROTTLEDOP) {
+                    // A server's request throttling refused it: nothing else would read again, and a grant waiting
+                    // for its confirmation would wait until the next reconnect, holding up everyone queued behind it.
                     context.track(Executors.after(REFUSED_READ_PAUSE)).thenRun(() -> {
                         if (!isStopped()) {
                             read(watch);
                         }
                     });
+                } else if (watch && ResultCodes.isInDoubt(rc)) {
+                    // A watch that was not set is set when connected again. The view reads anew by itself, and this
+                    // watch reads with it.
+                    context.whenConnected(() -> read(true));
                 }
             }
         }
