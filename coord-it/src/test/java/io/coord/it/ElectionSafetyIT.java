@@ -81,8 +81,8 @@ class ElectionSafetyIT {
         ChaosRun run = new ChaosRun(cluster, timeline, ChaosRun.LENGTH);
         // A leader holds for long, so it is often the one whose session the servers end before it hears so. The
         // referee, whose client is no target of the faults, tells such a stale leader from a second true one.
-        checker = new ExclusionChecker(
-                timeline, Integer.MAX_VALUE, StaleHolders.Referee.readingThrough(cluster.newClient()));
+        CuratorFramework referee = cluster.newClient();
+        checker = new ExclusionChecker(timeline, Integer.MAX_VALUE, StaleHolders.Referee.readingThrough(referee));
         List<LeaderLatch> latches = new ArrayList<>();
         List<CuratorLatchSeat> seats = new ArrayList<>();
         for (int i = 0; i < COORD_PARTICIPANTS; i++) {
@@ -118,7 +118,7 @@ class ElectionSafetyIT {
             assertOneLeader(latches, seats);
         } catch (AssertionError | ConditionTimeoutException e) {
             throw new AssertionError(
-                    summary + "\n" + e.getMessage() + "\n"
+                    summary + "\n" + e.getMessage() + "\n" + state(referee, path, latches, seats)
                             + timeline.around(System.nanoTime(), SETTLE.plusSeconds(5), 80),
                     e);
         }
@@ -211,6 +211,26 @@ class ElectionSafetyIT {
                 throw new AssertionError(latch + " is no longer in the election", e);
             }
         }
+    }
+
+    /** The queue as the server has it, and what each participant believes, for a failure message. */
+    private static String state(
+            CuratorFramework reader, String path, List<LeaderLatch> latches, List<CuratorLatchSeat> seats) {
+        StringBuilder state = new StringBuilder("queue:");
+        try {
+            ClusterFixture.describeChildren(reader, path)
+                    .forEach(child -> state.append("\n  ").append(child));
+        } catch (Exception e) {
+            state.append(" unreadable: ").append(e);
+        }
+        for (LeaderLatch latch : latches) {
+            state.append("\n").append(latch.id()).append(": leads ").append(latch.hasLeadership());
+            state.append(", term ").append(latch.term().map(Object::toString).orElse("none"));
+        }
+        for (CuratorLatchSeat seat : seats) {
+            state.append("\n").append(seat.id()).append(": leads ").append(seat.hasLeadership());
+        }
+        return state.append("\n").toString();
     }
 
     private static List<String> leaders(List<LeaderLatch> latches, List<CuratorLatchSeat> seats) {
