@@ -323,7 +323,8 @@ final class SelectorTerms {
                 leaderThread = null;
                 stoppedUnreported = null;
                 if (phase == Phase.LEADING) {
-                    again = autoRequeue || neverMade;
+                    // A closed client ends the election for it all the same.
+                    again = autoRequeue || (neverMade && engine.client().getState() != CuratorFrameworkState.STOPPED);
                     moveTo(again ? Phase.QUEUED : Phase.IDLE);
                 }
             }

@@ -184,7 +184,8 @@ final class QueueClaim<T> implements Claim<T> {
         // while the session lives, the name is ours to settle.
         if (outcome.failedOp() == 1) {
             queue.items.names().acked(name, session); // the item is gone for everyone
-            dropClaim(); // its claim would outlive it until the session ends
+            // Its claim would outlive it until the session ends; deleted on the side, since the answer is known.
+            queue.withdrawals.execute(this::dropClaim);
         } else if (outcome.failedOp() == 2) {
             queue.items.released(name, session); // only the claim is gone: the item is in play again
         }
@@ -192,13 +193,17 @@ final class QueueClaim<T> implements Claim<T> {
     }
 
     /**
-     * Deletes the claim node of an item found gone (deleted by hand), guarded as a release is; one the queue cannot
-     * delete so is left to the session's end.
+     * Deletes the claim node of an item found gone (deleted by hand), if it is still this session's, guarded as a
+     * release is; one the queue cannot delete so is left to the session's end. The ack that found the item gone has
+     * ended the claim, so nothing else uses {@link #provenBy} now.
      */
     private void dropClaim() {
         String claimPath = queue.layout.claim(name);
         CuratorFramework client = queue.context.client();
         try {
+            if (queue.context.sessionId() != session || queue.claimOwner(claimPath) != session) {
+                return;
+            }
             guarded(
                     proving(queue.marker.existing(session)),
                     m -> List.of(TransactionOps.check(client, m), TransactionOps.delete(client, claimPath)),

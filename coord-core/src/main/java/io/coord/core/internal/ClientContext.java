@@ -15,7 +15,6 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -77,8 +76,7 @@ public final class ClientContext {
     // The ids (_c_<id>-) of creates withdrawn while in flight, until what they made is deleted (see
     // #withdrawnInFlight).
     private final Set<String> withdrawnIds = ConcurrentHashMap.newKeySet();
-    // The names of our znodes whose delete is sent and not yet answered for good, by parent (see #isLeaving), each
-    // parent's in creation order (see #resendDeletes).
+    // The names of our znodes whose delete is sent and not yet answered for good, by parent (see #isLeaving).
     private final Map<String, Set<String>> deleting = new ConcurrentHashMap<>();
     // Full paths among them of leases that ended without their holder letting go (see deleteLost).
     private final Set<String> lostNodes = ConcurrentHashMap.newKeySet();
@@ -695,7 +693,7 @@ public final class ClientContext {
         CompletableFuture<Void> answered = new CompletableFuture<>();
         ZKPaths.PathAndNode parentAndName = ZKPaths.getPathAndNode(path);
         deleting.compute(parentAndName.getPath(), (parent, names) -> {
-            Set<String> now = names != null ? names : new ConcurrentSkipListSet<>(CREATION_ORDER);
+            Set<String> now = names != null ? names : ConcurrentHashMap.newKeySet();
             now.add(parentAndName.getNode());
             return now;
         });
@@ -739,11 +737,15 @@ public final class ClientContext {
      * Sends every delete of ours not yet answered for good again, at once. Curator sends a request lost with its
      * connection again only after its retry policy's sleep, while what is sent on the new connection goes out at
      * once: a released node would hold up everyone else, and tell them a holder is still there, for that long.
-     * A delete answered meanwhile costs one request that finds nothing. Each parent's go in creation order, so that
-     * the first node of a lease of several, the one its holder fences writes on, goes no later than the others.
+     * A delete answered meanwhile costs one request that finds nothing. Each parent's are sent in creation order, so
+     * that of a lease of several the first node, the one its holder fences writes on, is sent first (Curator's own
+     * retries of the first sends follow their own order).
      */
     private void resendDeletes() {
-        deleting.forEach((parent, names) -> names.forEach(name -> deleteGuaranteed(ZKPaths.makePath(parent, name))));
+        deleting.forEach((parent, names) -> names.stream()
+                .sorted(CREATION_ORDER)
+                .toList()
+                .forEach(name -> deleteGuaranteed(ZKPaths.makePath(parent, name))));
     }
 
     /** The delete of a znode of ours was answered for good: gone, or never to be deleted by us. */

@@ -55,10 +55,13 @@ final class Revocations {
         if (force) {
             boolean deleted =
                     call(client, "delete the nodes of", node(path, target), () -> delete(client, path, lease));
-            // Gone either way, by this call or before it (by an earlier try of it whose reply was lost, say): a lease
-            // of this very client learns it now, as from a deletion heard, since its view, if any, may be off.
-            ClientContext context = ClientContext.of(client);
-            lease.forEach(node -> context.nodeDeleted(node(path, node)));
+            // Gone, by this call or before it (by an earlier try of it whose reply was lost, say): a lease of this very
+            // client learns it now, as from a deletion heard, since its view, if any, may be off. A transaction of
+            // several that found one node missing deleted none, and says nothing of the others.
+            if (deleted || lease.size() == 1) {
+                ClientContext context = ClientContext.of(client);
+                lease.forEach(node -> context.nodeDeleted(node(path, node)));
+            }
             return deleted;
         }
         String first = node(path, lease.get(0));

@@ -2,8 +2,9 @@ package io.coord.core.internal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
-import java.util.concurrent.ConcurrentSkipListSet;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -23,10 +24,9 @@ class DeleteOrderTest {
                 "W-0000000100",
                 "s-5f1c",
                 "slot");
-        ConcurrentSkipListSet<String> pending = new ConcurrentSkipListSet<>(ClientContext.CREATION_ORDER);
-        for (int i = created.size() - 1; i >= 0; i--) {
-            pending.add(created.get(i));
-        }
-        assertEquals(created, List.copyOf(pending));
+        List<String> pending = new ArrayList<>(created);
+        Collections.reverse(pending);
+        pending.sort(ClientContext.CREATION_ORDER);
+        assertEquals(created, pending);
     }
 }
