@@ -5,12 +5,10 @@ import io.coord.core.Participant;
 import io.coord.core.SequenceNode;
 import io.coord.core.internal.Arguments;
 import io.coord.core.internal.ClientContext;
-import io.coord.core.internal.Executors;
 import io.coord.core.internal.OrderedListeners;
 import io.coord.core.internal.PathFollower;
 import io.coord.core.internal.SerialExecutor;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
@@ -49,8 +47,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class LeaderObserver implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(LeaderObserver.class);
-    // How long a read that a server's request throttling refused waits before it is made again.
-    private static final Duration REFUSED_READ_PAUSE = Duration.ofMillis(250);
 
     private enum Phase {
         LATENT,
@@ -287,7 +283,7 @@ public final class LeaderObserver implements AutoCloseable {
                 if (rc == KeeperException.Code.THROTTLEDOP) {
                     // A server's request throttling refused it: nothing else would read again.
                     log.debug("{} read children: {}; reading again shortly", this, rc);
-                    afterPause(this::readChildren);
+                    context.readAgainLater(this::readChildren);
                 } else {
                     log.debug("{} read children: {}; reading again on reconnect", this, rc);
                 }
@@ -377,11 +373,6 @@ public final class LeaderObserver implements AutoCloseable {
         }
     }
 
-    /** Runs {@code read} after {@link #REFUSED_READ_PAUSE}, unless the client is closed first. */
-    private void afterPause(Runnable read) {
-        context.track(Executors.after(REFUSED_READ_PAUSE)).thenRun(read);
-    }
-
     private void readLeader(SequenceNode node) {
         try {
             client.getData()
@@ -418,7 +409,7 @@ public final class LeaderObserver implements AutoCloseable {
                 default -> {
                     if (rc == KeeperException.Code.THROTTLEDOP) {
                         // A server's request throttling refused it: read it again shortly, if still the head then.
-                        afterPause(() -> readLeaderIfHead(node));
+                        context.readAgainLater(() -> readLeaderIfHead(node));
                     } else {
                         // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
                         leaderNode = null;

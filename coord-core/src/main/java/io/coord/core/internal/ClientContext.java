@@ -56,6 +56,7 @@ import org.slf4j.LoggerFactory;
 public final class ClientContext {
     private static final Duration REFUSED_REMOVAL_PAUSE = Duration.ofMillis(100);
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
+    private static final Duration THROTTLED_READ_PAUSE = Duration.ofMillis(250);
     // Sequence nodes by their sequence, then any other names by name.
     static final Comparator<String> CREATION_ORDER = Comparator.comparing(
                     (String name) -> SequenceNode.parse(name).orElse(null),
@@ -408,6 +409,14 @@ public final class ClientContext {
 
     public void addSessionListener(SessionListener listener) {
         sessionListeners.add(listener);
+    }
+
+    /**
+     * Runs {@code read} after a short pause, unless the client closes first: for a read that a server's request
+     * throttling refused (THROTTLEDOP), which nothing else would make again.
+     */
+    public void readAgainLater(Runnable read) {
+        track(Executors.after(THROTTLED_READ_PAUSE)).thenRun(read);
     }
 
     /** Registers a pending answer, so that closing the client fails it rather than leaving its caller waiting. */

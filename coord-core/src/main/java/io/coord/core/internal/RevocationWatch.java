@@ -2,7 +2,6 @@ package io.coord.core.internal;
 
 import io.coord.core.LeaseState;
 import io.coord.core.SequenceNode;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
@@ -29,9 +28,6 @@ import org.apache.zookeeper.Watcher.Event.EventType;
  * and a read after reconnecting) from running the actions twice.
  */
 final class RevocationWatch implements PathView.Member, PathView.NodeListener {
-    // How long a read that a server's request throttling refused waits before it is made again.
-    private static final Duration REFUSED_READ_PAUSE = Duration.ofMillis(250);
-
     private final LeaseImpl lease;
     private final ClientContext context;
     private final String node; // the lease's first node: where requests are written
@@ -208,7 +204,7 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
                 if (rc == Code.THROTTLEDOP) {
                     // A server's request throttling refused it: nothing else would read again, and a grant waiting
                     // for its confirmation would wait until the next reconnect, holding up everyone queued behind it.
-                    context.track(Executors.after(REFUSED_READ_PAUSE)).thenRun(() -> {
+                    context.readAgainLater(() -> {
                         if (!isStopped()) {
                             read(watch);
                         }
