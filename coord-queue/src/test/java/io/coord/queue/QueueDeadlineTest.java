@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -291,6 +292,9 @@ class QueueDeadlineTest {
         SharedQueue shared = SharedQueue.of(ClientContext.of(client), path);
         long session = client.getZookeeperClient().getZooKeeper().getSessionId();
         proxy.loseReplies(true);
+        // Taken while the client still believes itself connected: it notices the silence only after a while.
+        Deadline look = shared.lookDeadline();
+        assertNotNull(look, "the client still believes itself connected");
 
         // A caller that may wait makes the session's marker, whose answer never comes, for far longer than the bound.
         CompletableFuture<Boolean> interrupted = new CompletableFuture<>();
@@ -306,7 +310,6 @@ class QueueDeadlineTest {
         });
         patient.start();
         await().until(() -> patient.getState() == Thread.State.TIMED_WAITING); // for the create's answer
-        Deadline look = shared.lookDeadline();
 
         Throwable ended = CompletableFuture.supplyAsync(() -> {
                                     try {
