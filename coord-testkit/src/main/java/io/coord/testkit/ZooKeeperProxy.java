@@ -4,15 +4,14 @@ import java.io.BufferedInputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -25,15 +24,16 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.ZooDefs;
 
 /**
  * A TCP proxy on loopback in front of one ZooKeeper server, for the network faults a service must survive: it can
- * delay traffic, cut connections, turn new ones away for a while, and lose the server's replies. Connect a client to
- * {@link #connectString()} instead of the server.
+ * delay traffic, cut connections, turn new ones away for a while, lose the server's replies, and refuse a request.
+ * Connect a client to {@link #connectString()} instead of the server.
  *
  * <p>Each direction of each connection is a reader thread and a writer thread joined by a bounded queue, so a delay
- * holds every chunk for half the round trip without buffering without limit. The server's side is read packet by
- * packet (ZooKeeper frames each one with its length), so that a fault can pick the reply to a request.
+ * holds every packet for half the round trip without buffering without limit. Both sides are read packet by packet
+ * (ZooKeeper frames each one with its length), so that a fault can pick a request or the reply to one.
  */
 public final class ZooKeeperProxy implements AutoCloseable {
     private static final int CHUNK_BYTES = 64 * 1024;
@@ -42,6 +42,10 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private static final int FIRST_REPLY_XID = 1;
     // A reply's header after its length: xid (4 bytes), zxid (8), then the error code.
     private static final int REPLY_ERROR_OFFSET = 4 + 4 + 8;
+    // A request's header after its length: xid (4 bytes), then the operation's code.
+    private static final int REQUEST_TYPE_OFFSET = 4 + 4;
+    // What a refused request becomes on its way to the server: a read of a path that nobody makes, without a watch.
+    private static final byte[] HARMLESS_READ = harmlessRead("/zookeeper-proxy-refused");
     private static final byte[] END = new byte[0];
     private static final byte[] NOTHING = new byte[0];
     private static final Duration LONGEST = Duration.ofDays(1);
@@ -49,6 +53,8 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private static final int LONGEST_PACKET = 64 << 20;
 
     private record Chunk(byte[] bytes, long dueNanos) {}
+
+    private record Refusal(int opCode, Code code) {}
 
     private final InetSocketAddress target;
     private final ServerSocket listener;
@@ -58,6 +64,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private final AtomicLong repliesLost = new AtomicLong();
     private final AtomicBoolean dropNextReply = new AtomicBoolean();
     private final AtomicReference<Code> failNextReply = new AtomicReference<>();
+    private final AtomicReference<Refusal> refuseNext = new AtomicReference<>();
     private volatile long oneWayNanos;
     private volatile boolean losingReplies;
     private volatile long refusingUntilNanos;
@@ -131,6 +138,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
         losingReplies = false;
         dropNextReply.set(false);
         failNextReply.set(null);
+        refuseNext.set(null);
         oneWayNanos = 0;
     }
 
@@ -162,6 +170,18 @@ public final class ZooKeeperProxy implements AutoCloseable {
      */
     public void failNextReply(Code code) {
         failNextReply.set(Objects.requireNonNull(code, "code"));
+    }
+
+    /**
+     * The next request of the kind {@code opCode} (one of {@link org.apache.zookeeper.ZooDefs.OpCode}, say
+     * {@code OpCode.delete}) is refused with {@code code}, as a server with request throttling on refuses one when it
+     * is busy (THROTTLEDOP): the server never does what it asked, and its answer comes in its turn among the others.
+     */
+    public void refuseNext(int opCode, Code code) {
+        if (opCode <= 0) {
+            throw new IllegalArgumentException("opCode must be a request's code, above 0, was " + opCode);
+        }
+        refuseNext.set(new Refusal(opCode, Objects.requireNonNull(code, "code")));
     }
 
     /** Whether it still relays: not closed. */
@@ -224,8 +244,10 @@ public final class ZooKeeperProxy implements AutoCloseable {
             BlockingQueue<Chunk> down = new ArrayBlockingQueue<>(CHUNKS_IN_FLIGHT);
             String name = "zk-proxy-" + client.getPort();
             try {
-                Source requests = requests(client);
-                Source replies = replies(server, client);
+                // The xids of the requests refused on this connection, whose answers are rewritten on their way back.
+                Map<Integer, Code> refused = new ConcurrentHashMap<>();
+                Source requests = requests(client, refused);
+                Source replies = replies(server, client, refused);
                 List<Thread> relay = List.of(
                         daemon(name + "-up-read", () -> read(client, server, up, requests)),
                         daemon(name + "-up-write", () -> write(client, server, up)),
@@ -246,44 +268,94 @@ public final class ZooKeeperProxy implements AutoCloseable {
         byte[] next() throws IOException;
     }
 
-    private Source requests(Socket from) throws IOException {
-        InputStream in = from.getInputStream();
-        byte[] buffer = new byte[CHUNK_BYTES];
+    /**
+     * The client's side, packet by packet (ZooKeeper frames each request with its length, the handshake too), so that
+     * a refusal can pick its request. A refused request reaches the server as a harmless read under the same xid, so
+     * that its answer comes in its turn among the others, and {@link #replies} gives that answer the refusal's code.
+     */
+    private Source requests(Socket from, Map<Integer, Code> refused) throws IOException {
+        DataInputStream in = new DataInputStream(new BufferedInputStream(from.getInputStream(), CHUNK_BYTES));
+        boolean[] handshake = {true}; // the first packet asks for a session and has no header
         return () -> {
-            int n = in.read(buffer);
-            return n < 0 ? null : Arrays.copyOf(buffer, n);
+            byte[] packet = packet(in);
+            if (packet == null) {
+                return null;
+            }
+            boolean request = !handshake[0] && packet.length >= 4 + REQUEST_TYPE_OFFSET;
+            handshake[0] = false;
+            if (!request) {
+                return packet;
+            }
+            ByteBuffer header = ByteBuffer.wrap(packet);
+            int xid = header.getInt(4);
+            Refusal refusal = refuseNext.get();
+            if (xid < FIRST_REPLY_XID
+                    || refusal == null
+                    || header.getInt(REQUEST_TYPE_OFFSET) != refusal.opCode()
+                    || !refuseNext.compareAndSet(refusal, null)) {
+                return packet;
+            }
+            refused.put(xid, refusal.code());
+            byte[] harmless = HARMLESS_READ.clone();
+            ByteBuffer.wrap(harmless).putInt(4, xid);
+            return harmless;
         };
     }
 
+    /** One length-framed packet, its length first; null at the end of the stream. */
+    private static byte[] packet(DataInputStream in) throws IOException {
+        int length;
+        try {
+            length = in.readInt();
+        } catch (EOFException e) {
+            return null;
+        }
+        if (length < 0 || length > LONGEST_PACKET) {
+            // Not a ZooKeeper packet (a four-letter word has no length): pass nothing, end the relay.
+            throw new IOException("not a ZooKeeper packet: length " + length);
+        }
+        byte[] packet = new byte[4 + length];
+        ByteBuffer.wrap(packet).putInt(length);
+        in.readFully(packet, 4, length);
+        return packet;
+    }
+
+    /** An exists request, xid to be filled in, for {@code path} and without a watch: length, header, body. */
+    private static byte[] harmlessRead(String path) {
+        byte[] name = path.getBytes(StandardCharsets.UTF_8);
+        int length = 4 + 4 + 4 + name.length + 1;
+        return ByteBuffer.allocate(4 + length)
+                .putInt(length)
+                .putInt(0)
+                .putInt(ZooDefs.OpCode.exists)
+                .putInt(name.length)
+                .put(name)
+                .put((byte) 0)
+                .array();
+    }
+
     /** The server's side, packet by packet, so that a fault can pick the reply to a request. */
-    private Source replies(Socket from, Socket to) throws IOException {
+    private Source replies(Socket from, Socket to, Map<Integer, Code> refused) throws IOException {
         DataInputStream in = new DataInputStream(new BufferedInputStream(from.getInputStream(), CHUNK_BYTES));
         boolean[] handshake = {true}; // the first packet answers the handshake and has no header
         return () -> {
-            int length;
-            try {
-                length = in.readInt();
-            } catch (EOFException e) {
-                // The server closed the connection after its last packet (a session it found expired, say): what it
-                // sent before still goes to the client, after the same delay, and then the end.
+            // At the end of the stream the server closed the connection after its last packet (a session it found
+            // expired, say): what it sent before still goes to the client, after the same delay, and then the end.
+            byte[] packet = packet(in);
+            if (packet == null) {
                 return null;
             }
-            if (length < 0 || length > LONGEST_PACKET) {
-                // Not a ZooKeeper reply (a four-letter word's answer has no length): pass nothing, end the relay.
-                throw new IOException("not a ZooKeeper packet: length " + length);
-            }
-            byte[] packet = new byte[4 + length];
-            ByteBuffer.wrap(packet).putInt(length);
-            in.readFully(packet, 4, length);
-            boolean reply = !handshake[0]
-                    && length >= 4
-                    && ByteBuffer.wrap(packet, 4, 4).getInt() >= FIRST_REPLY_XID;
+            int xid = packet.length >= 8 ? ByteBuffer.wrap(packet).getInt(4) : 0;
+            boolean reply = !handshake[0] && xid >= FIRST_REPLY_XID;
             handshake[0] = false;
             if (losingReplies) {
                 repliesLost.incrementAndGet();
                 return NOTHING;
             }
-            Code failed = reply ? failNextReply.getAndSet(null) : null;
+            Code failed = reply ? refused.remove(xid) : null;
+            if (failed == null && reply) {
+                failed = failNextReply.getAndSet(null);
+            }
             if (failed != null) {
                 ByteBuffer.wrap(packet).putInt(REPLY_ERROR_OFFSET, failed.intValue()); // the body is then not read
             }

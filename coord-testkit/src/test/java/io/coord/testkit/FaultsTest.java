@@ -16,12 +16,15 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.ZooDefs;
 import org.junit.jupiter.api.Test;
 
 @ZooKeeperTest(servers = 3)
@@ -200,6 +203,41 @@ class FaultsTest {
         assertEquals(1, proxy.repliesLost());
         client.delete().forPath("/replayed");
         assertNull(client.checkExists().forPath("/replayed"));
+    }
+
+    @Test
+    void aRefusedRequestIsNotCarriedOutAndIsAnsweredInItsTurn() throws Exception {
+        ZooKeeperProxy proxy = zk.proxy(zk.servers().get(0));
+        CuratorFramework client = zk.newClient(proxy.connectString());
+        client.create().forPath("/refused", "x".getBytes());
+        IllegalArgumentException noRequest = assertThrows(
+                IllegalArgumentException.class, () -> proxy.refuseNext(0, KeeperException.Code.THROTTLEDOP));
+        assertEquals("opCode must be a request's code, above 0, was 0", noRequest.getMessage());
+        assertThrows(NullPointerException.class, () -> proxy.refuseNext(ZooDefs.OpCode.delete, null));
+
+        proxy.refuseNext(ZooDefs.OpCode.delete, KeeperException.Code.THROTTLEDOP);
+        // Three requests in flight at once, the refused one in the middle: each answer comes in its turn.
+        CompletableFuture<Integer> before = new CompletableFuture<>();
+        CompletableFuture<Integer> refused = new CompletableFuture<>();
+        CompletableFuture<Integer> after = new CompletableFuture<>();
+        client.getData()
+                .inBackground((c, e) -> before.complete(e.getResultCode()))
+                .forPath("/refused");
+        client.delete()
+                .inBackground((c, e) -> refused.complete(e.getResultCode()))
+                .forPath("/refused");
+        client.getData()
+                .inBackground((c, e) -> after.complete(e.getResultCode()))
+                .forPath("/refused");
+
+        assertEquals(KeeperException.Code.OK.intValue(), before.get(10, TimeUnit.SECONDS));
+        assertEquals(KeeperException.Code.THROTTLEDOP.intValue(), refused.get(10, TimeUnit.SECONDS));
+        assertEquals(KeeperException.Code.OK.intValue(), after.get(10, TimeUnit.SECONDS), "never deleted");
+        assertArrayEquals("x".getBytes(), client.getData().forPath("/refused"));
+        client.delete().forPath("/refused"); // only the next one was refused
+        assertNull(client.checkExists().forPath("/refused"));
+        client.close();
+        proxy.close();
     }
 
     @Test
