@@ -283,7 +283,7 @@ public final class LeaderObserver implements AutoCloseable {
                 if (rc == KeeperException.Code.THROTTLEDOP) {
                     // A server's request throttling refused it: nothing else would read again.
                     log.debug("{} read children: {}; reading again shortly", this, rc);
-                    context.readAgainLater(this::readChildren);
+                    context.sendAgainLater(this::readChildren);
                 } else {
                     log.debug("{} read children: {}; reading again on reconnect", this, rc);
                 }
@@ -409,7 +409,7 @@ public final class LeaderObserver implements AutoCloseable {
                 default -> {
                     if (rc == KeeperException.Code.THROTTLEDOP) {
                         // A server's request throttling refused it: read it again shortly, if still the head then.
-                        context.readAgainLater(() -> readLeaderIfHead(node));
+                        context.sendAgainLater(() -> readLeaderIfHead(node));
                     } else {
                         // Connection trouble: forget the node, so that the read on reconnect fetches its id again.
                         leaderNode = null;

@@ -41,6 +41,7 @@ import org.apache.curator.retry.RetryForever;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.ZooDefs;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -448,6 +449,30 @@ class MutexFaultTest {
         assertTrue(looker.acquire(Duration.ofSeconds(20)));
         looker.release();
         client.close();
+        proxy.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aReleaseThatABusyServerRefusesIsSentAgainAndTheNextWaiterIsGranted() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("release-throttled");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework holderClient = zk.newCustomClient(b -> b.connectString(proxy.connectString()));
+        ReentrantMutex holder = new ReentrantMutex(holderClient, path);
+        ReentrantMutex waiter = new ReentrantMutex(zk.newClient(), path);
+        Lease held = holder.acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<Lease> next = waiter.acquireAsync();
+        await().until(() -> waiter.participants().size() == 2);
+
+        // A server with request throttling on refuses the delete (THROTTLEDOP) without carrying it out, and Curator
+        // does not retry that answer. The holder's session lives on, so nothing else would ever remove the node.
+        proxy.refuseNext(ZooDefs.OpCode.delete, KeeperException.Code.THROTTLEDOP);
+        held.close();
+
+        Lease granted = next.get(20, TimeUnit.SECONDS);
+        assertTrue(granted.isValid());
+        granted.close();
+        holderClient.close();
         proxy.close();
         zk.assertNoLeaks(path);
     }

@@ -56,7 +56,7 @@ import org.slf4j.LoggerFactory;
 public final class ClientContext {
     private static final Duration REFUSED_REMOVAL_PAUSE = Duration.ofMillis(100);
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
-    private static final Duration THROTTLED_READ_PAUSE = Duration.ofMillis(250);
+    private static final Duration THROTTLED_PAUSE = Duration.ofMillis(250);
     // Sequence nodes by their sequence, then any other names by name.
     static final Comparator<String> CREATION_ORDER = Comparator.comparing(
                     (String name) -> SequenceNode.parse(name).orElse(null),
@@ -412,11 +412,11 @@ public final class ClientContext {
     }
 
     /**
-     * Runs {@code read} after a short pause, unless the client closes first: for a read that a server's request
-     * throttling refused (THROTTLEDOP), which nothing else would make again.
+     * Runs {@code send} after a short pause, unless the client closes first: for a request that a server's request
+     * throttling refused (THROTTLEDOP), which nothing else would send again.
      */
-    public void readAgainLater(Runnable read) {
-        track(Executors.after(THROTTLED_READ_PAUSE)).thenRun(read);
+    public void sendAgainLater(Runnable send) {
+        track(Executors.after(THROTTLED_PAUSE)).thenRun(send);
     }
 
     /** Registers a pending answer, so that closing the client fails it rather than leaving its caller waiting. */
@@ -694,7 +694,8 @@ public final class ClientContext {
      * Deletes a znode of ours until it is gone or the client closes. Curator retries it across connection loss; once
      * its retries run out it sends it once more, on a later session too, but drops it if a read-only server refuses
      * that (canBeReadOnly), and a lock node left so would hold up every waiter. So coord sends it again itself after an
-     * answer in doubt, once connected, and after a refusal of a read-only server, once a connection takes writes. Every
+     * answer in doubt, once connected, after a refusal of a read-only server, once a connection takes writes, and after
+     * a busy server's refusal (THROTTLEDOP, which Curator does not retry), after a pause. Every
      * name coord deletes is its own, so a delete that comes late touches nobody else's node. The future completes when
      * the first answer comes, whatever it says, and at once if the client is closed.
      */
@@ -715,6 +716,8 @@ public final class ClientContext {
                             writable().thenRun(() -> deleteGuaranteed(path));
                         } else if (ResultCodes.isInDoubt(rc)) {
                             whenConnected(() -> deleteGuaranteed(path));
+                        } else if (rc == KeeperException.Code.THROTTLEDOP) {
+                            sendAgainLater(() -> deleteGuaranteed(path));
                         } else {
                             logFailedDelete(path, event);
                             deleted(parentAndName);

@@ -204,7 +204,7 @@ final class RevocationWatch implements PathView.Member, PathView.NodeListener {
                 if (rc == Code.THROTTLEDOP) {
                     // A server's request throttling refused it: nothing else would read again, and a grant waiting
                     // for its confirmation would wait until the next reconnect, holding up everyone queued behind it.
-                    context.readAgainLater(() -> {
+                    context.sendAgainLater(() -> {
                         if (!isStopped()) {
                             read(watch);
                         }
