@@ -1,6 +1,7 @@
 package io.coord.queue;
 
 import io.coord.core.internal.BackgroundRequests;
+import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -210,7 +211,9 @@ final class QueueClaim<T> implements Claim<T> {
                     claimPath,
                     () -> {});
         } catch (RuntimeException e) {
-            log.debug("the claim {} of a vanished item left to its session's end", claimPath, e);
+            if (!againAfterPause(queue, e, () -> queue.withdrawals.execute(this::dropClaim))) {
+                log.debug("the claim {} of a vanished item left to its session's end", claimPath, e);
+            }
         }
     }
 
@@ -291,8 +294,24 @@ final class QueueClaim<T> implements Claim<T> {
                 log.debug("{} of an ended session withdrawn: {}", claimPath, outcome.code());
             }
         } catch (RuntimeException e) {
-            log.debug("{} of an ended session left to that session's end", claimPath, e);
+            if (!againAfterPause(queue, e, () -> queue.withdrawals.execute(() -> send(queue, name, marker, tries)))) {
+                log.debug("{} of an ended session left to that session's end", claimPath, e);
+            }
         }
+    }
+
+    /**
+     * Runs {@code task} again after a pause if {@code failure} is a busy server's refusal (THROTTLEDOP), which Curator
+     * does not send again and after which nothing else would: the claim would stay until its session ends, hiding the
+     * item from every consumer. True if so.
+     */
+    private static boolean againAfterPause(SharedQueue queue, RuntimeException failure, Runnable task) {
+        if (!ResultCodes.isThrottled(failure)) {
+            return false;
+        }
+        log.debug("refused by a busy server: sent again after a pause", failure);
+        queue.context.sendAgainLater(task);
+        return true;
     }
 
     /** The marker at {@code lost} is gone but not its session: a new one, or null if the claim is gone too. */
@@ -384,7 +403,10 @@ final class QueueClaim<T> implements Claim<T> {
                 log.debug("release of {} left to its session's end", claimPath, again);
             }
         } catch (RuntimeException e) {
-            log.debug("release of {} left to its session's end", claimPath, e);
+            Runnable resend = () -> queue.context.callbacks().execute(() -> release(answered, tries));
+            if (queue.context.sessionId() != session || !againAfterPause(queue, e, resend)) {
+                log.debug("release of {} left to its session's end", claimPath, e);
+            }
         } finally {
             answered.complete(null);
         }

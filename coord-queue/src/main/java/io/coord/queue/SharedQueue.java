@@ -201,7 +201,8 @@ final class SharedQueue {
     /**
      * The session that owns a claim node, or 0 if it is gone. A lost answer is asked again once connected, on a new
      * session too: the server may keep the session that made the claim for a while after the client gave it up, and
-     * only the owner this answer names lets the claim be withdrawn then.
+     * only the owner this answer names lets the claim be withdrawn then. A busy server's refusal is asked again after
+     * a pause: read as "gone", it would leave a claim of ours that nothing withdraws.
      */
     long claimOwner(String claimPath) {
         while (true) {
@@ -211,10 +212,13 @@ final class SharedQueue {
                     claimPath,
                     cb -> context.client().checkExists().inBackground(cb).forPath(claimPath));
             Code code = BackgroundRequests.code(event);
-            if (!ResultCodes.isInDoubt(code)) {
+            if (code == Code.THROTTLEDOP) {
+                BackgroundRequests.awaitFully(context.throttledPause(), claimPath); // fails once the client is closed
+            } else if (!ResultCodes.isInDoubt(code)) {
                 return code == Code.OK ? event.getStat().getEphemeralOwner() : 0;
+            } else {
+                BackgroundRequests.awaitFully(context.connected(), claimPath); // fails once the client is closed
             }
-            BackgroundRequests.awaitFully(context.connected(), claimPath); // fails once the client is closed
         }
     }
 

@@ -30,6 +30,7 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.api.CuratorWatcher;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
@@ -227,6 +228,27 @@ class ClaimTest {
         assertFalse(claim.ack(), "nothing was removed by this ack");
         claim.close();
         assertEquals("next", queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void aReleaseThatABusyServerRefusesIsSentAgainAndTheItemComesBack() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("release-throttled");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+        DistributedQueue<String> queue = queue(client, path);
+        DistributedQueue<String> other = queue(zk.newClient(), path);
+        queue.offer("job");
+        Claim<String> claim = queue.claim(WAIT).orElseThrow();
+
+        // A server with request throttling on refuses the release's transaction (THROTTLEDOP) without carrying it
+        // out, and Curator does not send it again. The claimer's session lives on: nothing else would end the claim.
+        proxy.refuseNext(ZooDefs.OpCode.multi, KeeperException.Code.THROTTLEDOP);
+        claim.close();
+
+        assertEquals("job", other.poll(WAIT), "the release was sent again");
+        client.close();
+        proxy.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 

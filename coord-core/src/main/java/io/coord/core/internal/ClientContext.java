@@ -416,7 +416,12 @@ public final class ClientContext {
      * throttling refused (THROTTLEDOP), which nothing else would send again.
      */
     public void sendAgainLater(Runnable send) {
-        track(Executors.after(THROTTLED_PAUSE)).thenRun(send);
+        throttledPause().thenRun(send);
+    }
+
+    /** The pause before a request a busy server refused is sent again; it fails if the client closes first. */
+    public CompletableFuture<Void> throttledPause() {
+        return track(Executors.after(THROTTLED_PAUSE));
     }
 
     /** Registers a pending answer, so that closing the client fails it rather than leaving its caller waiting. */

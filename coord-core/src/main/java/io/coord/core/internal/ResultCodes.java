@@ -23,11 +23,24 @@ public final class ResultCodes {
 
     /** True for a failure whose cause, however wrapped, is an in-doubt {@link KeeperException}. */
     public static boolean isInDoubt(Throwable failure) {
+        return cause(failure) instanceof KeeperException ke && isInDoubt(ke.code());
+    }
+
+    /** The failure under the futures' wrappers and a {@link CoordinationException} around it. */
+    private static Throwable cause(Throwable failure) {
         Throwable cause = unwrap(failure);
         if (cause instanceof CoordinationException && cause.getCause() != null) {
             cause = cause.getCause();
         }
-        return cause instanceof KeeperException ke && isInDoubt(ke.code());
+        return cause;
+    }
+
+    /**
+     * True for a failure whose cause, however wrapped, is a busy server's refusal (THROTTLEDOP, from a server with
+     * request throttling on): nothing was carried out, the connection is fine, and Curator does not send it again.
+     */
+    public static boolean isThrottled(Throwable failure) {
+        return cause(failure) instanceof KeeperException ke && ke.code() == Code.THROTTLEDOP;
     }
 
     /** Strips the wrappers that futures add. */
