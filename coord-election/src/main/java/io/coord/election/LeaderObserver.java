@@ -317,6 +317,10 @@ public final class LeaderObserver implements AutoCloseable {
             readChildren();
         } else if (isClosed()) {
             watches.readAfterLeaving(path);
+        } else if (event.getResultCode() == KeeperException.Code.THROTTLEDOP.intValue()) {
+            // Refused by a busy server, which set no watch: nothing would tell of the path's creation.
+            log.debug("{} watch for the path: refused by a busy server; reading again shortly", this);
+            context.sendAgainLater(this::readChildren);
         }
     }
 

@@ -117,6 +117,31 @@ class LeaderObserverTest {
     }
 
     @Test
+    void anObserverWhoseWatchForAMissingPathIsThrottledWatchesAgainAndReportsTheFirstLeader() throws Exception {
+        assumeTrue(mode == EngineMode.WATCH, "a view watches a missing path with its persistent watch");
+        String path = ZooKeeperFixture.uniquePath("throttled-missing"); // does not exist yet
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework observing = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+        // Without a view, the observer watches for the path's creation with exists: a server with request
+        // throttling on refuses it when busy, and sets no watch.
+        proxy.refuseNext(ZooDefs.OpCode.exists, KeeperException.Code.THROTTLEDOP);
+        LeaderObserver observer = new LeaderObserver(observing, path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        observer.addListener(recorder(seen), Runnable::run);
+        observer.start();
+        await().until(() -> proxy.requestsRefused() == 1); // the path was still missing
+
+        LeaderLatch a = new LeaderLatch(zk.newClient(), path, "a");
+        a.start();
+        await().until(() -> seen.equals(List.of("a")));
+        observer.close();
+        a.close();
+        observing.close();
+        proxy.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void observerFollowsSelectorsAndStopsNotifyingWhenClosed() throws Exception {
         String path = ZooKeeperFixture.uniquePath("selector");
         CuratorFramework client = zk.newClient();

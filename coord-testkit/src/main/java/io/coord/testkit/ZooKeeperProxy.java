@@ -62,6 +62,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private final Map<Socket, List<Thread>> relays = new ConcurrentHashMap<>();
     private final Set<Socket> sockets = ConcurrentHashMap.newKeySet();
     private final AtomicLong repliesLost = new AtomicLong();
+    private final AtomicLong requestsRefused = new AtomicLong();
     private final AtomicBoolean dropNextReply = new AtomicBoolean();
     private final AtomicReference<Code> failNextReply = new AtomicReference<>();
     private final AtomicReference<Refusal> refuseNext = new AtomicReference<>();
@@ -189,6 +190,11 @@ public final class ZooKeeperProxy implements AutoCloseable {
         return !closed;
     }
 
+    /** How many requests were refused so far (see {@link #refuseNext}). */
+    public long requestsRefused() {
+        return requestsRefused.get();
+    }
+
     /** How many of the server's packets were lost so far. */
     public long repliesLost() {
         return repliesLost.get();
@@ -296,6 +302,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
                 return packet;
             }
             refused.put(xid, refusal.code());
+            requestsRefused.incrementAndGet();
             byte[] harmless = HARMLESS_READ.clone();
             ByteBuffer.wrap(harmless).putInt(4, xid);
             return harmless;

@@ -234,6 +234,7 @@ class FaultsTest {
         assertEquals(KeeperException.Code.THROTTLEDOP.intValue(), refused.get(10, TimeUnit.SECONDS));
         assertEquals(KeeperException.Code.OK.intValue(), after.get(10, TimeUnit.SECONDS), "never deleted");
         assertArrayEquals("x".getBytes(), client.getData().forPath("/refused"));
+        assertEquals(1, proxy.requestsRefused());
         client.delete().forPath("/refused"); // only the next one was refused
         assertNull(client.checkExists().forPath("/refused"));
         client.close();
