@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 
@@ -87,21 +88,25 @@ final class ChildrenWatches {
 
     /**
      * A drop lost with the connection leaves the watch with the client, which puts it back on the server as it
-     * reconnects: sent again once connected, unless somebody follows the path by then.
+     * reconnects: sent again once connected, unless somebody follows the path by then. One a busy server refused
+     * (THROTTLEDOP) left it on the server, on a connection that goes on: sent again after a pause, on the same terms.
      */
     private void drop(String path, Watcher.WatcherType type) {
+        Runnable again = () -> {
+            lock.lock();
+            try {
+                if (!followers.containsKey(path)) {
+                    drop(path, type);
+                }
+            } finally {
+                lock.unlock();
+            }
+        };
         context.dropWatchesAnswering(path, type).thenAccept(code -> {
             if (ResultCodes.isInDoubt(code)) {
-                context.whenConnected(() -> {
-                    lock.lock();
-                    try {
-                        if (!followers.containsKey(path)) {
-                            drop(path, type);
-                        }
-                    } finally {
-                        lock.unlock();
-                    }
-                });
+                context.whenConnected(again);
+            } else if (code == KeeperException.Code.THROTTLEDOP) {
+                context.sendAgainLater(again);
             }
         });
     }

@@ -142,6 +142,33 @@ class LeaderObserverTest {
     }
 
     @Test
+    void anObserverWhoseWatchRemovalABusyServerRefusesRemovesItAgain() throws Exception {
+        assumeTrue(mode == EngineMode.WATCH, "a view's watch is dropped by the view, which has its own test");
+        String path = ZooKeeperFixture.uniquePath("throttled-removal");
+        LeaderLatch a = new LeaderLatch(zk.newClient(), path, "a");
+        a.start();
+        assertTrue(a.await(Duration.ofSeconds(10)));
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework observing = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+        LeaderObserver observer = new LeaderObserver(observing, path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        observer.addListener(recorder(seen), Runnable::run);
+        observer.start();
+        await().until(() -> seen.equals(List.of("a")));
+
+        // The last observer to leave removes the children watch on the election; a server with request throttling on
+        // refuses that (THROTTLEDOP) when busy, and keeps the watch on a connection that goes on.
+        proxy.refuseNext(ZooDefs.OpCode.removeWatches, KeeperException.Code.THROTTLEDOP);
+        observer.close();
+        await().until(() -> proxy.requestsRefused() == 1);
+        await().until(() -> zk.ensemble().watchesUnder(path).getOrDefault(path, 0) == 0); // while the client lives
+        a.close();
+        observing.close();
+        proxy.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void observerFollowsSelectorsAndStopsNotifyingWhenClosed() throws Exception {
         String path = ZooKeeperFixture.uniquePath("selector");
         CuratorFramework client = zk.newClient();

@@ -14,6 +14,7 @@ import io.coord.core.internal.ClientContext;
 import io.coord.testkit.Acls;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
+import io.coord.testkit.ZooKeeperProxy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -185,6 +186,25 @@ class MutexViewTest {
         mutex.release();
         assertEquals(1, counter.count(path, "AddWatch"), () -> "a crowded view stays dropped: " + counter.names(path));
         client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aViewWhoseWatchRemovalABusyServerRefusesRemovesItAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-drop-throttled");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString()));
+        ZooKeeperFixture.lingerViews(client, Duration.ofMillis(50));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        // A server with request throttling on refuses the removal of the idle view's watch (THROTTLEDOP), and keeps
+        // the watch; the client's connection, and with it the watch, lives on.
+        proxy.refuseNext(ZooDefs.OpCode.removeWatches, KeeperException.Code.THROTTLEDOP);
+        MutexRequestCountTest.primeView(mutex);
+
+        await().until(() -> proxy.requestsRefused() == 1);
+        zk.ensemble().assertNoWatchesUnder(path); // while the client lives
+        client.close();
+        proxy.close();
         zk.assertNoLeaks(path);
     }
 

@@ -221,7 +221,9 @@ final class ParentWatch {
     }
 
     private void removeAnswered(Code code, long sentAt) {
-        boolean inDoubt = code != null && ResultCodes.isInDoubt(code);
+        // A busy server's refusal (THROTTLEDOP) leaves the watch on the server, on a connection that goes on.
+        boolean throttled = code == Code.THROTTLEDOP;
+        boolean inDoubt = code != null && (ResultCodes.isInDoubt(code) || throttled);
         Step step;
         long sentNext;
         lock.lock();
@@ -239,7 +241,9 @@ final class ParentWatch {
         } finally {
             lock.unlock();
         }
-        if (inDoubt) {
+        if (throttled) {
+            context.sendAgainLater(this::reconcile);
+        } else if (inDoubt) {
             // The watch may still be on the server, and a reconnection on the same session puts it back anyway.
             context.whenConnected(this::reconcile);
         }

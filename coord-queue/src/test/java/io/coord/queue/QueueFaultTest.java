@@ -153,6 +153,26 @@ class QueueFaultTest {
     }
 
     @Test
+    void aWaitersWatchThatABusyServerRefusedToRemoveIsRemovedAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("watch-removal-throttled");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString()));
+        DistributedQueue<String> queue = queue(client, path);
+        queue.offer("layout");
+        assertEquals("layout", queue.poll());
+        // The last waiter to leave removes the persistent watch on the items; a server with request throttling on
+        // refuses that (THROTTLEDOP) when busy, and keeps the watch on a connection that goes on.
+        proxy.refuseNext(ZooDefs.OpCode.removeWatches, KeeperException.Code.THROTTLEDOP);
+
+        assertNull(queue.poll(Duration.ofMillis(200)));
+        await().until(() -> proxy.requestsRefused() == 1);
+        zk.ensemble().assertNoWatchesUnder(path); // while the client lives
+        client.close();
+        proxy.close();
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aTimedDrainThatHasTakenItemsEndsWithThemWhenTheConnectionDrops() throws Exception {
         String path = ZooKeeperFixture.uniquePath("drain-timed-drop");
         ZooKeeperProxy proxy = firstServersProxy();

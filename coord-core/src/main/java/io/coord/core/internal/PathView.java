@@ -566,11 +566,18 @@ final class PathView {
             if (watch != WatchState.DROPPING) {
                 return;
             }
-            if (ResultCodes.isInDoubt(rc) && !context.isClosed()) {
+            if ((ResultCodes.isInDoubt(rc) || rc == Code.THROTTLEDOP) && !context.isClosed()) {
                 // The client still registers the watch and sets it again on the next connection, with a watcher
-                // whose events this view ignores from now on: it stays DROPPING until a removal answers.
+                // whose events this view ignores from now on: it stays DROPPING until a removal answers. One a busy
+                // server refused (THROTTLEDOP) left the watch on the server too, on a connection that goes on.
                 int gen = generation;
-                todo.add(() -> context.whenConnected(() -> dropAgain(gen)));
+                todo.add(() -> {
+                    if (rc == Code.THROTTLEDOP) {
+                        context.sendAgainLater(() -> dropAgain(gen));
+                    } else {
+                        context.whenConnected(() -> dropAgain(gen));
+                    }
+                });
                 return;
             }
             watch = WatchState.NONE;
