@@ -1091,7 +1091,13 @@ public final class ClientContext {
             // What is left of it would hold its place (a semaphore's other permits) for as long as the session lives.
             lease.nodes().forEach(this::deleteLost);
         } else if (current && verdict == NodeCheck.ASK_AGAIN) {
-            whenConnected(() -> confirmAll(List.of(lease), epoch));
+            // Once connected; a refusal while connected (a busy server's THROTTLEDOP, say) after a pause, not at once.
+            Runnable again = () -> confirmAll(List.of(lease), epoch);
+            if (isConnected()) {
+                sendAgainLater(again);
+            } else {
+                whenConnected(again);
+            }
         }
     }
 

@@ -715,6 +715,8 @@ final class PathView {
                 case NOAUTH -> becomeUnusable(Unusable.BLIND, todo);
                 // A read-only server refuses a sync: wait for one that takes writes, rather than ask it again at once.
                 case NOTREADONLY -> todo.add(() -> context.writable().thenRun(this::readAgain));
+                // A busy server's refusal: asked again after a pause, not at once on the same connection.
+                case THROTTLEDOP -> todo.add(() -> context.sendAgainLater(this::readAgain));
                 default -> todo.add(() -> context.whenConnected(this::readAgain));
             }
         });
