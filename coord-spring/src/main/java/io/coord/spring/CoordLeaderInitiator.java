@@ -64,6 +64,9 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
     private volatile boolean autoStartup = true;
     private volatile int phase = DEFAULT_PHASE;
     private Run run; // guarded by lifecycle
+    // Guarded by lifecycle: completes once the term of the last run stopped has ended, for every stop that comes
+    // while it ends, so that none returns before the candidate's onRevoked has.
+    private CompletableFuture<Void> lastTermEnded = CompletableFuture.completedFuture(null);
     // True on a thread while it runs a term: a stop from there must not wait for the term it is in.
     private final ThreadLocal<Boolean> termThread = new ThreadLocal<>();
 
@@ -158,8 +161,9 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
     }
 
     /**
-     * Leaves the election and returns once a running term has ended: the candidate's onRevoked has returned. Called
-     * by the candidate itself while it leads (from onGranted), it returns at once, and the term ends after.
+     * Leaves the election and returns once a running term has ended: the candidate's onRevoked has returned. A stop
+     * while another is under way waits for the same term. Called by the candidate itself while it leads (from
+     * onGranted), it returns at once, and the term ends after.
      */
     @Override
     public void stop() {
@@ -248,25 +252,35 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
     private CompletableFuture<Void> leave() {
         Run stopping;
         CoordContext current;
+        CompletableFuture<Void> termEnded = new CompletableFuture<>();
         lifecycle.lock();
         try {
             stopping = run;
             run = null;
             if (stopping == null) {
-                return CompletableFuture.completedFuture(null);
+                return lastTermEnded; // stopped already, or stopping on another thread
             }
             stopping.stopped = true;
             current = stopping.current;
+            lastTermEnded = termEnded;
         } finally {
             lifecycle.unlock();
         }
         stopping.selector.close();
         if (current == null) {
-            return CompletableFuture.completedFuture(null);
+            termEnded.complete(null);
+        } else {
+            // The close interrupts the term's thread, but a candidate may swallow that: end the term all the same.
+            current.end();
+            current.ended.whenComplete((ignored, failure) -> {
+                if (failure != null) {
+                    termEnded.completeExceptionally(failure);
+                } else {
+                    termEnded.complete(null);
+                }
+            });
         }
-        // The close interrupts the term's thread, but a candidate may swallow that: end the term all the same.
-        current.end();
-        return current.ended;
+        return termEnded;
     }
 
     @Override

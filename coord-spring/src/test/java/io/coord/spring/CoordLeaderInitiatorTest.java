@@ -15,6 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
@@ -275,6 +276,40 @@ class CoordLeaderInitiatorTest {
         assertThat(events).containsExactly("s granted", "s revoked");
         assertThat(initiator.isRunning()).isFalse();
         zk.assertNoLeaksUnder("/leaders/billing");
+    }
+
+    @Test
+    void aStopWhileAnotherWaitsForTheTermWaitsForItToo() throws Exception {
+        Stubborn candidate = new Stubborn("s");
+        CoordLeaderInitiator initiator = start(zk.newClient(), candidate);
+        await().until(() -> events.contains("s granted"));
+        CompletableFuture<Void> first = CompletableFuture.runAsync(initiator::stop);
+        await().until(() -> candidate.swallowed.get() > 0);
+
+        CompletableFuture<Void> second = new CompletableFuture<>();
+        Thread secondStopper = new Thread(() -> {
+            initiator.stop();
+            second.complete(null);
+        });
+        secondStopper.start();
+        List<String> seenByCallback = new CopyOnWriteArrayList<>();
+        initiator.stop(() -> seenByCallback.addAll(events));
+        // Parked on the term's end, or (wrongly) returned.
+        await().until(() -> second.isDone() || waitsForAFuture(secondStopper));
+        assertThat(second).isNotDone();
+        assertThat(seenByCallback).isEmpty();
+        candidate.finish.countDown();
+
+        first.get(20, TimeUnit.SECONDS);
+        second.get(20, TimeUnit.SECONDS);
+        await().until(() -> !seenByCallback.isEmpty());
+        assertThat(seenByCallback).containsExactly("s granted", "s revoked");
+        zk.assertNoLeaksUnder("/leaders/billing");
+    }
+
+    private static boolean waitsForAFuture(Thread thread) {
+        Object blocker = LockSupport.getBlocker(thread);
+        return blocker != null && blocker.getClass().getName().startsWith(CompletableFuture.class.getName());
     }
 
     @Test
