@@ -8,7 +8,6 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
 
 /**
@@ -37,14 +36,17 @@ final class MeterObserver implements Observer {
 
     @Override
     public void acquisitionStarted(String path, String primitive) {
-        pendingOf(tags(path, primitive)).incrementAndGet();
+        Tags tags = tags(path, primitive);
+        pending.count(tags).incrementAndGet();
+        showPending(tags);
     }
 
     @Override
     public void acquisitionEnded(
             String path, String primitive, String participant, long waitNanos, AcquireOutcome outcome) {
         Tags tags = tags(path, primitive);
-        pendingOf(tags).decrementAndGet();
+        pending.count(tags).decrementAndGet();
+        showPending(tags);
         MeterRegistry registry = this.registry;
         if (registry == null) {
             return;
@@ -130,13 +132,16 @@ final class MeterObserver implements Observer {
                 .increment(items);
     }
 
-    /** The pending count of {@code tags}, with its gauge in the registry while this binding is open. */
-    private AtomicInteger pendingOf(Tags tags) {
+    /**
+     * Puts the gauge of the pending count of {@code tags} in the registry while this binding is open. After the count
+     * has moved: a registry that refuses the gauge (a meter of another type under its name, say) must not leave the
+     * start of an acquisition uncounted while its end is counted.
+     */
+    private void showPending(Tags tags) {
         MeterRegistry registry = this.registry;
         if (registry != null) {
             pending.ensureGauge(registry, tags);
         }
-        return pending.count(tags);
     }
 
     private Tags tags(String path, String primitive) {

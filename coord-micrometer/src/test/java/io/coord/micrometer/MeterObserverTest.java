@@ -1,6 +1,7 @@
 package io.coord.micrometer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.coord.core.internal.Observer.AcquireOutcome;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -24,5 +25,22 @@ class MeterObserverTest {
         assertEquals(0.0, registry.get("coord.acquire.pending").gauge().value(), "never below zero");
         assertEquals(1.0, registry.get("coord.acquire.outcomes").counter().count(), "nothing counted after close");
         assertEquals("MeterObserver[SimpleMeterRegistry]", observer.toString());
+    }
+
+    @Test
+    void anAcquisitionWhoseGaugeTheRegistryRefusedIsCountedOutAsItWasCountedIn() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        // A meter of another type under the gauge's name and tags: the registry refuses the gauge.
+        registry.counter("coord.acquire.pending", "path", "/a", "primitive", "mutex");
+        PendingGauges pending = new PendingGauges();
+        MeterObserver observer = new MeterObserver(registry, UnaryOperator.identity(), pending);
+        assertThrows(IllegalArgumentException.class, () -> observer.acquisitionStarted("/a", "mutex"));
+        observer.close();
+        observer.acquisitionEnded("/a", "mutex", "p", 1, AcquireOutcome.GRANTED);
+
+        SimpleMeterRegistry next = new SimpleMeterRegistry();
+        MeterObserver later = new MeterObserver(next, UnaryOperator.identity(), pending);
+        later.acquisitionStarted("/a", "mutex");
+        assertEquals(1.0, next.get("coord.acquire.pending").gauge().value(), "the count never went below zero");
     }
 }
