@@ -86,6 +86,7 @@ class CoordLockRegistryTest {
         mine.unlock();
         assertThat(waiting.get(20, TimeUnit.SECONDS)).isTrue();
         other.submit(theirs::unlock).get();
+        zk.assertNoLeaksUnder("/locks/shared");
     }
 
     @Test
@@ -108,6 +109,7 @@ class CoordLockRegistryTest {
             lock.unlock();
         }
         assertThatThrownBy(lock::newCondition).isInstanceOf(UnsupportedOperationException.class);
+        zk.assertNoLeaksUnder("/locks/owned");
     }
 
     @Test
@@ -119,6 +121,7 @@ class CoordLockRegistryTest {
         });
         assertThat(result).isEqualTo("done");
         assertThat(registry.mutex("callable").isAcquiredInThisProcess()).isFalse();
+        zk.assertNoLeaksUnder("/locks/callable");
     }
 
     @Test
