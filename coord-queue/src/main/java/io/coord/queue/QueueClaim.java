@@ -303,7 +303,10 @@ final class QueueClaim<T> implements Claim<T> {
     /**
      * Runs {@code task} again after a pause if {@code failure} is a busy server's refusal (THROTTLEDOP), which Curator
      * does not send again and after which nothing else would: the claim would stay until its session ends, hiding the
-     * item from every consumer. True if so.
+     * item from every consumer. True if so. Only a request that changed nothing fails so: a transaction refused as a
+     * whole on the connection it was sent on, a marker's create. One whose outcome is in doubt is settled through such
+     * refusals (see {@link Slots#settle}), so that a release that landed is never sent again, to delete a claim made
+     * since.
      */
     private static boolean againAfterPause(SharedQueue queue, RuntimeException failure, Runnable task) {
         if (!ResultCodes.isThrottled(failure)) {

@@ -322,6 +322,8 @@ final class Slots {
                 // A read-only server refused it. The news that the connection moved there comes behind this answer
                 // (Curator's listeners can lag further): once heard, the wait above is for one that takes writes.
                 BackgroundRequests.awaitFully(dropped, what);
+            } else if (code == Code.THROTTLEDOP) {
+                awaitThrottledPause(what);
             } else if (!ResultCodes.isInDoubt(code)) {
                 throw BackgroundRequests.failure("settling a write with", slot.path, code);
             }
@@ -351,10 +353,21 @@ final class Slots {
             if (code == Code.NONODE) {
                 throw slotDeleted(slot, what);
             }
-            if (!ResultCodes.isInDoubt(code)) {
+            if (code == Code.THROTTLEDOP) {
+                awaitThrottledPause(what);
+            } else if (!ResultCodes.isInDoubt(code)) {
                 throw BackgroundRequests.failure("reading", slot.path, code);
             }
         }
+    }
+
+    /**
+     * A busy server refused a request that settles an outcome in doubt (THROTTLEDOP): it is asked again after a pause.
+     * Failing instead would leave the outcome unknown to a caller that may send its write again (a release), and
+     * write it twice.
+     */
+    private void awaitThrottledPause(String what) {
+        BackgroundRequests.awaitFully(queue.context.throttledPause(), what); // fails if the client is closed meanwhile
     }
 
     private WriteInDoubt slotDeleted(Slot slot, String what) {

@@ -431,7 +431,20 @@ class ClaimTest {
 
     @Test
     void aReleaseWhoseReplyWasLostNeverDeletesAClaimMadeSince() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("release-replay");
+        releaseWhoseReplyIsLost("release-replay", false);
+    }
+
+    @Test
+    void aReleaseWhoseReplyWasLostAndWhoseSettlingABusyServerRefusedIsSettledAndNeverSentAgain() throws Exception {
+        releaseWhoseReplyIsLost("release-settle-throttled", true);
+    }
+
+    /**
+     * A release whose reply is lost while another consumer claims the item; {@code throttleSettle}: the write that
+     * settles the release's outcome is refused once by a busy server (THROTTLEDOP).
+     */
+    private void releaseWhoseReplyIsLost(String name, boolean throttleSettle) throws Exception {
+        String path = ZooKeeperFixture.uniquePath(name);
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         // Without Curator's retries, the lost reply comes back in doubt at once, and the queue itself sends again.
         CuratorFramework closerClient = zk.newCustomClient(
@@ -446,6 +459,9 @@ class ClaimTest {
         // The release lands and its reply is lost; the closer reconnects only after another consumer claimed the item.
         proxy.refuseConnections(true);
         proxy.dropNextReply();
+        if (throttleSettle) {
+            proxy.refuseNext(ZooDefs.OpCode.setData, KeeperException.Code.THROTTLEDOP);
+        }
         claim.close();
         Claim<String> othersClaim = other.claim(Duration.ZERO).orElseThrow();
         proxy.refuseConnections(false);
@@ -459,6 +475,9 @@ class ClaimTest {
         assertNull(queue(zk.newClient(), path).poll(), "the other consumer's claim still hides the item");
         assertNull(closer.poll(), "from the closer too");
         assertTrue(othersClaim.ack(), "the other consumer's claim is still theirs");
+        assertEquals(throttleSettle ? 1 : 0, proxy.requestsRefused());
+        closerClient.close();
+        proxy.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 

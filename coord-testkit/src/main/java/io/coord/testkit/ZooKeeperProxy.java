@@ -44,6 +44,13 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private static final int REPLY_ERROR_OFFSET = 4 + 4 + 8;
     // A request's header after its length: xid (4 bytes), then the operation's code.
     private static final int REQUEST_TYPE_OFFSET = 4 + 4;
+    // Packets the client sends with a negative xid, answered out of turn: never refused.
+    private static final Set<Integer> NOT_REQUESTS = Set.of(
+            ZooDefs.OpCode.ping,
+            ZooDefs.OpCode.auth,
+            ZooDefs.OpCode.sasl,
+            ZooDefs.OpCode.setWatches,
+            ZooDefs.OpCode.setWatches2);
     // What a refused request becomes on its way to the server: a read of a path that nobody makes, without a watch.
     private static final byte[] HARMLESS_READ = harmlessRead("/zookeeper-proxy-refused");
     private static final byte[] END = new byte[0];
@@ -179,10 +186,15 @@ public final class ZooKeeperProxy implements AutoCloseable {
      * is busy (THROTTLEDOP): the server never does what it asked, and its answer comes in its turn among the others.
      */
     public void refuseNext(int opCode, Code code) {
-        if (opCode <= 0) {
-            throw new IllegalArgumentException("opCode must be a request's code, above 0, was " + opCode);
+        Objects.requireNonNull(code, "code");
+        if (opCode <= 0 || NOT_REQUESTS.contains(opCode)) {
+            throw new IllegalArgumentException("opCode must be the code of a request that is answered in its turn (not"
+                    + " a ping, an auth or a setWatches), was " + opCode);
         }
-        refuseNext.set(new Refusal(opCode, Objects.requireNonNull(code, "code")));
+        if (code == Code.OK) {
+            throw new IllegalArgumentException("code must be an error: a refusal carries no answer's body");
+        }
+        refuseNext.set(new Refusal(opCode, code));
     }
 
     /** Whether it still relays: not closed. */

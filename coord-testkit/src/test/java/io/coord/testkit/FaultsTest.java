@@ -212,7 +212,16 @@ class FaultsTest {
         client.create().forPath("/refused", "x".getBytes());
         IllegalArgumentException noRequest = assertThrows(
                 IllegalArgumentException.class, () -> proxy.refuseNext(0, KeeperException.Code.THROTTLEDOP));
-        assertEquals("opCode must be a request's code, above 0, was 0", noRequest.getMessage());
+        assertEquals(
+                "opCode must be the code of a request that is answered in its turn (not a ping, an auth or a"
+                        + " setWatches), was 0",
+                noRequest.getMessage());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> proxy.refuseNext(ZooDefs.OpCode.ping, KeeperException.Code.THROTTLEDOP));
+        IllegalArgumentException ok = assertThrows(
+                IllegalArgumentException.class, () -> proxy.refuseNext(ZooDefs.OpCode.delete, KeeperException.Code.OK));
+        assertEquals("code must be an error: a refusal carries no answer's body", ok.getMessage());
         assertThrows(NullPointerException.class, () -> proxy.refuseNext(ZooDefs.OpCode.delete, null));
 
         proxy.refuseNext(ZooDefs.OpCode.delete, KeeperException.Code.THROTTLEDOP);
