@@ -12,6 +12,7 @@ import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -96,23 +97,16 @@ class LeaderObserverTest {
         assertTrue(a.await(Duration.ofSeconds(10)));
         b.start();
         await().until(() -> a.participants().size() == 2);
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework observing = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
-        LeaderObserver observer = new LeaderObserver(observing, path);
-        List<String> seen = new CopyOnWriteArrayList<>();
-        observer.addListener(recorder(seen), Runnable::run);
-        observer.start();
-        await().until(() -> seen.equals(List.of("a")));
+        Proxied proxied = observeThroughProxy(path, proxy -> {});
+        await().until(() -> proxied.seen().equals(List.of("a")));
 
         // The read that follows the change (of the children, or of the new leader's id) is refused, as a server with
         // request throttling on refuses a request when it is busy.
-        proxy.failNextReply(KeeperException.Code.THROTTLEDOP);
+        proxied.proxy().failNextReply(KeeperException.Code.THROTTLEDOP);
         a.close();
-        await().until(() -> seen.equals(List.of("a", "b")));
-        observer.close();
+        await().until(() -> proxied.seen().equals(List.of("a", "b")));
+        proxied.close();
         b.close();
-        observing.close();
-        proxy.close();
         zk.assertNoLeaks(path);
     }
 
@@ -120,24 +114,17 @@ class LeaderObserverTest {
     void anObserverWhoseWatchForAMissingPathIsThrottledWatchesAgainAndReportsTheFirstLeader() throws Exception {
         assumeTrue(mode == EngineMode.WATCH, "a view watches a missing path with its persistent watch");
         String path = ZooKeeperFixture.uniquePath("throttled-missing"); // does not exist yet
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework observing = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
         // Without a view, the observer watches for the path's creation with exists: a server with request
         // throttling on refuses it when busy, and sets no watch.
-        proxy.refuseNext(ZooDefs.OpCode.exists, KeeperException.Code.THROTTLEDOP);
-        LeaderObserver observer = new LeaderObserver(observing, path);
-        List<String> seen = new CopyOnWriteArrayList<>();
-        observer.addListener(recorder(seen), Runnable::run);
-        observer.start();
-        await().until(() -> proxy.requestsRefused() == 1); // the path was still missing
+        Proxied proxied = observeThroughProxy(
+                path, proxy -> proxy.refuseNext(ZooDefs.OpCode.exists, KeeperException.Code.THROTTLEDOP));
+        await().until(() -> proxied.proxy().requestsRefused() == 1); // the path was still missing
 
         LeaderLatch a = new LeaderLatch(zk.newClient(), path, "a");
         a.start();
-        await().until(() -> seen.equals(List.of("a")));
-        observer.close();
+        await().until(() -> proxied.seen().equals(List.of("a")));
+        proxied.close();
         a.close();
-        observing.close();
-        proxy.close();
         zk.assertNoLeaks(path);
     }
 
@@ -148,23 +135,17 @@ class LeaderObserverTest {
         LeaderLatch a = new LeaderLatch(zk.newClient(), path, "a");
         a.start();
         assertTrue(a.await(Duration.ofSeconds(10)));
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework observing = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
-        LeaderObserver observer = new LeaderObserver(observing, path);
-        List<String> seen = new CopyOnWriteArrayList<>();
-        observer.addListener(recorder(seen), Runnable::run);
-        observer.start();
-        await().until(() -> seen.equals(List.of("a")));
+        Proxied proxied = observeThroughProxy(path, proxy -> {});
+        await().until(() -> proxied.seen().equals(List.of("a")));
 
         // The last observer to leave removes the children watch on the election; a server with request throttling on
         // refuses that (THROTTLEDOP) when busy, and keeps the watch on a connection that goes on.
-        proxy.refuseNext(ZooDefs.OpCode.removeWatches, KeeperException.Code.THROTTLEDOP);
-        observer.close();
-        await().until(() -> proxy.requestsRefused() == 1);
+        proxied.proxy().refuseNext(ZooDefs.OpCode.removeWatches, KeeperException.Code.THROTTLEDOP);
+        proxied.observer().close();
+        await().until(() -> proxied.proxy().requestsRefused() == 1);
         await().until(() -> zk.ensemble().watchesUnder(path).getOrDefault(path, 0) == 0); // while the client lives
         a.close();
-        observing.close();
-        proxy.close();
+        proxied.close();
         zk.assertNoLeaks(path);
     }
 
@@ -419,6 +400,29 @@ class LeaderObserverTest {
                 .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
                 .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))))
                 .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "hidden".getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** An observer on a client of its own behind a proxy, and the leaders it has reported. */
+    private record Proxied(ZooKeeperProxy proxy, CuratorFramework client, LeaderObserver observer, List<String> seen) {
+        /** The observer, then its client, then the proxy: a client closes through its proxy. */
+        void close() {
+            observer.close();
+            client.close();
+            proxy.close();
+        }
+    }
+
+    /** Starts a {@link Proxied} observer of {@code path}; {@code beforeStart} sets the proxy's faults first. */
+    private static Proxied observeThroughProxy(String path, Consumer<ZooKeeperProxy> beforeStart)
+            throws IOException, InterruptedException {
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(builder -> builder.connectString(proxy.connectString()));
+        beforeStart.accept(proxy);
+        LeaderObserver observer = new LeaderObserver(client, path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        observer.addListener(recorder(seen), Runnable::run);
+        observer.start();
+        return new Proxied(proxy, client, observer, seen);
     }
 
     private static Consumer<Optional<Participant>> recorder(List<String> seen) {
