@@ -175,11 +175,15 @@ final class QueueProducer {
                             waiting = true;
                             // Then count again: room may have come before.
                             queue.items.awaitArmed(queue.items.join(), deadline);
+                            continue;
+                        }
+                        // The watch is looked at after the signal was taken, as a consumer does: a session end that
+                        // took it away since then fires that signal, and one before is seen here.
+                        CompletableFuture<Void> armed = queue.items.ensureArmed();
+                        if (!armed.isDone() || armed.isCompletedExceptionally()) {
+                            queue.items.awaitArmed(armed, deadline); // then count again
                         } else if (!ChangeSignal.await(seen, deadline)) {
                             return false;
-                        } else {
-                            // A session end took the watch away.
-                            queue.items.awaitArmed(queue.items.ensureArmed(), deadline);
                         }
                         continue;
                     }
@@ -352,14 +356,20 @@ final class QueueProducer {
 
     /**
      * True once landed; null if nothing was sent because the count that let the writes in was forgotten meanwhile, or
-     * the connection dropped before a write slot was had: each goes alone, and waits for the connection as its caller
-     * does.
+     * the connection dropped before the transaction went out: each goes alone, and waits for the connection as its
+     * caller does.
      */
     private Boolean sendCombined(List<byte[]> stored) {
         for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
             queue.checkCounter();
             Slots.Slot slot = queue.slots.borrowNow();
             if (slot == null) {
+                return null;
+            }
+            if (!queue.context.isConnected()) {
+                // Dropped since the batch's turn came: sent now, its writers would wait for the connection, and one
+                // that never waits must answer at once. Each goes alone, as its caller's deadline says.
+                queue.slots.giveBack(slot);
                 return null;
             }
             Slots.Outcome outcome = queue.slots.commit(slot, creates(stored), queue.layout.items());
