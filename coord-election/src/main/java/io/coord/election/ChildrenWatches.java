@@ -4,11 +4,13 @@ import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ResultCodes;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
@@ -25,6 +27,8 @@ final class ChildrenWatches {
     private final ReentrantLock lock = new ReentrantLock();
     // Guarded by lock: what each follower of a path runs when that path changes.
     private final Map<String, Set<Runnable>> followers = new HashMap<>();
+    // Guarded by lock: the followed paths found missing, whose creation an exists watch is set to tell of.
+    private final Set<String> awaitingCreation = new HashSet<>();
 
     private ChildrenWatches(ClientContext context) {
         this.context = context;
@@ -57,6 +61,7 @@ final class ChildrenWatches {
             Set<Runnable> those = followers.get(path);
             if (those != null && those.remove(onChange) && those.isEmpty()) {
                 followers.remove(path);
+                awaitingCreation.remove(path);
                 drop(path);
             }
         } finally {
@@ -76,27 +81,52 @@ final class ChildrenWatches {
         }
     }
 
+    /** Before an exists watch is set to tell of the creation of {@code path}, found missing. */
+    void awaitCreation(String path) {
+        lock.lock();
+        try {
+            awaitingCreation.add(path);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@code path} was found to exist where an exists watch had been set for its creation: that watch, now on a live
+     * node whose data never changes, is dropped, unless another follower set one for a creation still awaited.
+     */
+    void found(String path) {
+        lock.lock();
+        try {
+            awaitingCreation.remove(path);
+            drop(path, Watcher.WatcherType.Data, () -> !awaitingCreation.contains(path));
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /**
      * Sent under the lock, so that a follower who comes next reads, and arms its watch, after the drop. The parent of
      * an election carries no other watch of this client of these types: the engine watches children nodes, and a
      * view's watch is persistent.
      */
     private void drop(String path) {
-        drop(path, Watcher.WatcherType.Children);
-        drop(path, Watcher.WatcherType.Data);
+        drop(path, Watcher.WatcherType.Children, () -> !followers.containsKey(path));
+        drop(path, Watcher.WatcherType.Data, () -> !followers.containsKey(path));
     }
 
     /**
      * A drop lost with the connection leaves the watch with the client, which puts it back on the server as it
-     * reconnects: sent again once connected, unless somebody follows the path by then. One a busy server refused
-     * (THROTTLEDOP) left it on the server, on a connection that goes on: sent again after a pause, on the same terms.
+     * reconnects: sent again once connected, if {@code stillUnwanted} (read under the lock) says so then. One a busy
+     * server refused (THROTTLEDOP) left it on the server, on a connection that goes on: sent again after a pause, on
+     * the same terms.
      */
-    private void drop(String path, Watcher.WatcherType type) {
+    private void drop(String path, Watcher.WatcherType type, BooleanSupplier stillUnwanted) {
         Runnable again = () -> {
             lock.lock();
             try {
-                if (!followers.containsKey(path)) {
-                    drop(path, type);
+                if (stillUnwanted.getAsBoolean()) {
+                    drop(path, type, stillUnwanted);
                 }
             } finally {
                 lock.unlock();
@@ -118,6 +148,9 @@ final class ChildrenWatches {
         List<Runnable> those;
         lock.lock();
         try {
+            if (event.getType() == Watcher.Event.EventType.NodeCreated) {
+                awaitingCreation.remove(event.getPath()); // the exists watch has fired, and is gone
+            }
             those = new ArrayList<>(followers.getOrDefault(event.getPath(), Set.of()));
         } finally {
             lock.unlock();

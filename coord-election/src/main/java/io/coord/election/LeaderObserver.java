@@ -23,7 +23,6 @@ import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.state.ConnectionStateListener;
 import org.apache.curator.utils.ZKPaths;
 import org.apache.zookeeper.KeeperException;
-import org.apache.zookeeper.Watcher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -298,6 +297,7 @@ public final class LeaderObserver implements AutoCloseable {
         if (isClosed()) {
             return;
         }
+        watches.awaitCreation(path);
         try {
             client.checkExists()
                     .usingWatcher(watches.watcher())
@@ -313,7 +313,7 @@ public final class LeaderObserver implements AutoCloseable {
             // Created between the two reads: the exists watch now sits on a live node, and would stay on the server
             // until the path's data changes, which for an election parent is never. Drop it (every observer of this
             // client that asked learns the same, and reads children next), and trade it for the children watch.
-            context.dropWatches(path, Watcher.WatcherType.Data);
+            watches.found(path);
             readChildren();
         } else if (isClosed()) {
             watches.readAfterLeaving(path);

@@ -129,6 +129,30 @@ class LeaderObserverTest {
     }
 
     @Test
+    void anObserverWhoseDropOfItsCreationWatchABusyServerRefusesDropsItAgain() throws Exception {
+        assumeTrue(mode == EngineMode.WATCH, "a view watches a missing path with its persistent watch");
+        String path = ZooKeeperFixture.uniquePath("throttled-creation-drop");
+        LeaderLatch a = new LeaderLatch(zk.newClient(), path, "a");
+        a.start();
+        assertTrue(a.await(Duration.ofSeconds(10)));
+        await().until(() -> zk.watchCount() == 1); // the leader's own
+        // The observer's first read finds the path missing (refused with NONODE), so it sets an exists watch for the
+        // path's creation, which finds the path there: the watch is dropped, and a busy server refuses that.
+        Proxied proxied = observeThroughProxy(path, proxy -> {
+            proxy.refuseNext(ZooDefs.OpCode.getChildren2, KeeperException.Code.NONODE);
+            proxy.refuseNext(ZooDefs.OpCode.removeWatches, KeeperException.Code.THROTTLEDOP);
+        });
+        await().until(() -> proxied.seen().equals(List.of("a")));
+        await().until(() -> proxied.proxy().requestsRefused() == 2);
+
+        // The observer's children watch and nothing else, while it lives.
+        await().untilAsserted(() -> assertEquals(2, zk.watchCount(), zk::watchesByPath));
+        proxied.close();
+        a.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void anObserverWhoseWatchRemovalABusyServerRefusesRemovesItAgain() throws Exception {
         assumeTrue(mode == EngineMode.WATCH, "a view's watch is dropped by the view, which has its own test");
         String path = ZooKeeperFixture.uniquePath("throttled-removal");

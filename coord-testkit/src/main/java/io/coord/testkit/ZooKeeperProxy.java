@@ -15,10 +15,12 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -72,7 +74,8 @@ public final class ZooKeeperProxy implements AutoCloseable {
     private final AtomicLong requestsRefused = new AtomicLong();
     private final AtomicBoolean dropNextReply = new AtomicBoolean();
     private final AtomicReference<Code> failNextReply = new AtomicReference<>();
-    private final AtomicReference<Refusal> refuseNext = new AtomicReference<>();
+    // The refusals asked for and not made yet, each for the next request of its kind.
+    private final Queue<Refusal> refusals = new ConcurrentLinkedQueue<>();
     private volatile long oneWayNanos;
     private volatile boolean losingReplies;
     private volatile long refusingUntilNanos;
@@ -146,7 +149,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
         losingReplies = false;
         dropNextReply.set(false);
         failNextReply.set(null);
-        refuseNext.set(null);
+        refusals.clear();
         oneWayNanos = 0;
     }
 
@@ -184,6 +187,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
      * The next request of the kind {@code opCode} (one of {@link org.apache.zookeeper.ZooDefs.OpCode}, say
      * {@code OpCode.delete}) is refused with {@code code}, as a server with request throttling on refuses one when it
      * is busy (THROTTLEDOP): the server never does what it asked, and its answer comes in its turn among the others.
+     * Refusals asked for one after another are made one after another, each on the next request of its kind.
      */
     public void refuseNext(int opCode, Code code) {
         Objects.requireNonNull(code, "code");
@@ -194,7 +198,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
         if (code == Code.OK) {
             throw new IllegalArgumentException("code must be an error: a refusal carries no answer's body");
         }
-        refuseNext.set(new Refusal(opCode, code));
+        refusals.add(new Refusal(opCode, code));
     }
 
     /** Whether it still relays: not closed. */
@@ -306,11 +310,14 @@ public final class ZooKeeperProxy implements AutoCloseable {
             }
             ByteBuffer header = ByteBuffer.wrap(packet);
             int xid = header.getInt(4);
-            Refusal refusal = refuseNext.get();
-            if (xid < FIRST_REPLY_XID
-                    || refusal == null
-                    || header.getInt(REQUEST_TYPE_OFFSET) != refusal.opCode()
-                    || !refuseNext.compareAndSet(refusal, null)) {
+            int opCode = header.getInt(REQUEST_TYPE_OFFSET);
+            Refusal refusal = xid < FIRST_REPLY_XID
+                    ? null
+                    : refusals.stream()
+                            .filter(r -> r.opCode() == opCode && refusals.remove(r))
+                            .findFirst()
+                            .orElse(null);
+            if (refusal == null) {
                 return packet;
             }
             refused.put(xid, refusal.code());
