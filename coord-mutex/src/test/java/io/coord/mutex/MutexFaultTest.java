@@ -478,6 +478,30 @@ class MutexFaultTest {
     }
 
     @Test
+    void anAcquisitionABusyServerRefusesFailsWithAnErrorThatSaysSoAndLeavesNothing() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("acquire-throttled");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString()));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        proxy.refuseNext(ZooDefs.OpCode.create2, KeeperException.Code.THROTTLEDOP);
+
+        CoordinationException refused =
+                assertThrows(CoordinationException.class, () -> mutex.acquire(Duration.ofSeconds(10)));
+        assertEquals(
+                "ZooKeeper refused a request for " + path
+                        + ": org.apache.zookeeper.KeeperException$ThrottledOpException: KeeperErrorCode = Op throttled"
+                        + " due to high load for " + path,
+                refused.getMessage());
+        assertInstanceOf(KeeperException.ThrottledOpException.class, refused.getCause());
+        assertEquals(1, proxy.requestsRefused());
+        assertTrue(mutex.acquire(Duration.ofSeconds(10)), "only that request was refused");
+        mutex.release();
+        client.close();
+        proxy.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void anAcquisitionZooKeeperRefusesFailsOnceAndNothingAsksAgainForIt() throws Exception {
         String path = ZooKeeperFixture.uniquePath("refused");
         CuratorFramework alice =
