@@ -190,6 +190,24 @@ class MutexViewTest {
     }
 
     @Test
+    void aViewWhoseWatchABusyServerRefusesAddsItAgain() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-add-throttled");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString()));
+        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        // A server with request throttling on refuses the view's addWatch (THROTTLEDOP) when busy: for now only.
+        proxy.refuseNext(ZooDefs.OpCode.addWatch, KeeperException.Code.THROTTLEDOP);
+        MutexRequestCountTest.primeView(mutex);
+
+        await().until(() -> proxy.requestsRefused() == 1);
+        await().until(() -> zk.ensemble().watchesUnder(path).getOrDefault(path, 0) == 1); // the view's, added again
+        client.close();
+        proxy.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aViewWhoseWatchRemovalABusyServerRefusesRemovesItAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-drop-throttled");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));

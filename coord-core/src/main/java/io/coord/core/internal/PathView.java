@@ -527,6 +527,8 @@ final class PathView {
                     watch = WatchState.NONE;
                     if (ResultCodes.isInDoubt(rc)) {
                         todo.add(() -> context.whenConnected(this::addAgain));
+                    } else if (rc == Code.THROTTLEDOP) {
+                        todo.add(() -> context.sendAgainLater(this::addAgain)); // a busy server's, for now
                     } else {
                         becomeUnusable(Unusable.UNSUPPORTED, todo);
                     }
@@ -837,6 +839,11 @@ final class PathView {
             if (results == null) {
                 if (context.isClosed()) {
                     return; // the close fails whoever waits
+                }
+                if (rc == Code.THROTTLEDOP) {
+                    // Refused by a busy server, for now: asked again after a pause.
+                    todo.add(() -> context.sendAgainLater(() -> act(this::confirmListened)));
+                    return;
                 }
                 if (!ResultCodes.isInDoubt(rc)) {
                     // Not sent at all (the handle refused it): asking again at once could refuse again on this
