@@ -192,17 +192,11 @@ class MutexViewTest {
     @Test
     void aViewWhoseWatchABusyServerRefusesAddsItAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-add-throttled");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString()));
-        ZooKeeperFixture.lingerViews(client, Duration.ofMinutes(1));
-        ReentrantMutex mutex = new ReentrantMutex(client, path);
         // A server with request throttling on refuses the view's addWatch (THROTTLEDOP) when busy: for now only.
-        proxy.refuseNext(ZooDefs.OpCode.addWatch, KeeperException.Code.THROTTLEDOP);
-        MutexRequestCountTest.primeView(mutex);
+        ZooKeeperProxy proxy = primeThrottledView(path, Duration.ofMinutes(1), ZooDefs.OpCode.addWatch);
 
-        await().until(() -> proxy.requestsRefused() == 1);
         await().until(() -> zk.ensemble().watchesUnder(path).getOrDefault(path, 0) == 1); // the view's, added again
-        client.close();
+        zk.closeClients();
         proxy.close();
         zk.assertNoLeaks(path);
     }
@@ -210,18 +204,12 @@ class MutexViewTest {
     @Test
     void aViewWhoseWatchRemovalABusyServerRefusesRemovesItAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-drop-throttled");
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString()));
-        ZooKeeperFixture.lingerViews(client, Duration.ofMillis(50));
-        ReentrantMutex mutex = new ReentrantMutex(client, path);
         // A server with request throttling on refuses the removal of the idle view's watch (THROTTLEDOP), and keeps
         // the watch; the client's connection, and with it the watch, lives on.
-        proxy.refuseNext(ZooDefs.OpCode.removeWatches, KeeperException.Code.THROTTLEDOP);
-        MutexRequestCountTest.primeView(mutex);
+        ZooKeeperProxy proxy = primeThrottledView(path, Duration.ofMillis(50), ZooDefs.OpCode.removeWatches);
 
-        await().until(() -> proxy.requestsRefused() == 1);
         zk.ensemble().assertNoWatchesUnder(path); // while the client lives
-        client.close();
+        zk.closeClients();
         proxy.close();
         zk.assertNoLeaks(path);
     }
@@ -267,6 +255,20 @@ class MutexViewTest {
                 1, counter.count(path, "AddWatch"), () -> counter.names(path).toString());
         client.close();
         zk.assertNoLeaks(path);
+    }
+
+    /**
+     * Primes a view of {@code path} on a client behind a proxy whose views linger for {@code linger}, with the next
+     * request of the kind {@code refused} refused by a busy server (THROTTLEDOP); returns once it was.
+     */
+    private static ZooKeeperProxy primeThrottledView(String path, Duration linger, int refused) throws Exception {
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newCustomClient(b -> b.connectString(proxy.connectString()));
+        ZooKeeperFixture.lingerViews(client, linger);
+        proxy.refuseNext(refused, KeeperException.Code.THROTTLEDOP);
+        MutexRequestCountTest.primeView(new ReentrantMutex(client, path));
+        await().until(() -> proxy.requestsRefused() == 1);
+        return proxy;
     }
 
     /** A client whose views allow two nodes of other sessions, and linger for a minute. */
