@@ -11,7 +11,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
-import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 
@@ -133,10 +132,8 @@ final class ChildrenWatches {
             }
         };
         context.dropWatchesAnswering(path, type).thenAccept(code -> {
-            if (ResultCodes.isInDoubt(code)) {
-                context.whenConnected(again);
-            } else if (code == KeeperException.Code.THROTTLEDOP) {
-                context.sendAgainLater(again);
+            if (ResultCodes.isPassing(code)) {
+                context.sendAgain(code, again);
             }
         });
     }

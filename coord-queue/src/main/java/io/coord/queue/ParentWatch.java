@@ -221,9 +221,8 @@ final class ParentWatch {
     }
 
     private void removeAnswered(Code code, long sentAt) {
-        // A busy server's refusal (THROTTLEDOP) leaves the watch on the server, on a connection that goes on.
-        boolean throttled = code == Code.THROTTLEDOP;
-        boolean inDoubt = code != null && (ResultCodes.isInDoubt(code) || throttled);
+        // In doubt, or refused by a busy server (THROTTLEDOP), which leaves the watch on a connection that goes on.
+        boolean inDoubt = code != null && ResultCodes.isPassing(code);
         Step step;
         long sentNext;
         lock.lock();
@@ -241,11 +240,9 @@ final class ParentWatch {
         } finally {
             lock.unlock();
         }
-        if (throttled) {
-            context.sendAgainLater(this::reconcile);
-        } else if (inDoubt) {
+        if (inDoubt) {
             // The watch may still be on the server, and a reconnection on the same session puts it back anyway.
-            context.whenConnected(this::reconcile);
+            context.sendAgain(code, this::reconcile);
         }
         send(step, sentNext);
     }

@@ -419,6 +419,18 @@ public final class ClientContext {
         throttledPause().thenRun(send);
     }
 
+    /**
+     * Runs {@code send} when a request answered {@code rc}, a {@link ResultCodes#isPassing passing} failure, is worth
+     * sending again: after a pause if a busy server refused it, else once connected.
+     */
+    public void sendAgain(KeeperException.Code rc, Runnable send) {
+        if (rc == KeeperException.Code.THROTTLEDOP) {
+            sendAgainLater(send);
+        } else {
+            whenConnected(send);
+        }
+    }
+
     /** The pause before a request a busy server refused is sent again; it fails if the client closes first. */
     public CompletableFuture<Void> throttledPause() {
         return track(Executors.after(THROTTLED_PAUSE));
@@ -719,10 +731,8 @@ public final class ClientContext {
                         KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
                         if (rc == KeeperException.Code.NOTREADONLY) {
                             writable().thenRun(() -> deleteGuaranteed(path));
-                        } else if (ResultCodes.isInDoubt(rc)) {
-                            whenConnected(() -> deleteGuaranteed(path));
-                        } else if (rc == KeeperException.Code.THROTTLEDOP) {
-                            sendAgainLater(() -> deleteGuaranteed(path));
+                        } else if (ResultCodes.isPassing(rc)) {
+                            sendAgain(rc, () -> deleteGuaranteed(path));
                         } else {
                             logFailedDelete(path, event);
                             deleted(parentAndName);

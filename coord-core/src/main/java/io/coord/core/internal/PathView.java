@@ -525,10 +525,8 @@ final class PathView {
                 }
                 default -> {
                     watch = WatchState.NONE;
-                    if (ResultCodes.isInDoubt(rc)) {
-                        todo.add(() -> context.whenConnected(this::addAgain));
-                    } else if (rc == Code.THROTTLEDOP) {
-                        todo.add(() -> context.sendAgainLater(this::addAgain)); // a busy server's, for now
+                    if (ResultCodes.isPassing(rc)) {
+                        todo.add(() -> context.sendAgain(rc, this::addAgain)); // lost, or a busy server's refusal
                     } else {
                         becomeUnusable(Unusable.UNSUPPORTED, todo);
                     }
@@ -568,18 +566,12 @@ final class PathView {
             if (watch != WatchState.DROPPING) {
                 return;
             }
-            if ((ResultCodes.isInDoubt(rc) || rc == Code.THROTTLEDOP) && !context.isClosed()) {
+            if (ResultCodes.isPassing(rc) && !context.isClosed()) {
                 // The client still registers the watch and sets it again on the next connection, with a watcher
                 // whose events this view ignores from now on: it stays DROPPING until a removal answers. One a busy
                 // server refused (THROTTLEDOP) left the watch on the server too, on a connection that goes on.
                 int gen = generation;
-                todo.add(() -> {
-                    if (rc == Code.THROTTLEDOP) {
-                        context.sendAgainLater(() -> dropAgain(gen));
-                    } else {
-                        context.whenConnected(() -> dropAgain(gen));
-                    }
-                });
+                todo.add(() -> context.sendAgain(rc, () -> dropAgain(gen)));
                 return;
             }
             watch = WatchState.NONE;

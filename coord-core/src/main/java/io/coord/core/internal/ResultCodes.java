@@ -21,6 +21,14 @@ public final class ResultCodes {
                 || code == Code.SESSIONEXPIRED;
     }
 
+    /**
+     * A failure that may pass if the request is sent again: in doubt, or a busy server's refusal (THROTTLEDOP). See
+     * {@link ClientContext#sendAgain} for when.
+     */
+    public static boolean isPassing(Code code) {
+        return isInDoubt(code) || code == Code.THROTTLEDOP;
+    }
+
     /** True for a failure whose cause, however wrapped, is an in-doubt {@link KeeperException}. */
     public static boolean isInDoubt(Throwable failure) {
         return cause(failure) instanceof KeeperException ke && isInDoubt(ke.code());
