@@ -202,6 +202,40 @@ class MutexViewTest {
     }
 
     @Test
+    void aClientWhoseViewWatchIsLostAtEachTryTakesItsServerForAnOlderOne() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-add-lost");
+        // A server before 3.6 answers addWatch at once, ahead of a write still in its pipeline, and breaks the
+        // connection: the client takes that answer out of turn for a broken connection, and the add comes back lost.
+        // Here every add the client makes breaks its connection, as it would behind a write each time.
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // Curator tries each add once more if the connection is back before its retry: coord hears of 3 in at most 6
+        // tries. One more stays set, for an add that must not come.
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
+        for (int i = 0; i < 6 + 1; i++) {
+            proxy.breakOnNext(ZooDefs.OpCode.addWatch);
+        }
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        MutexRequestCountTest.primeView(mutex);
+
+        // The third add coord hears was lost marks an older server: no view from then on, nor any further add.
+        await().until(() -> !ClientContext.of(client).usesViews());
+        long broken = proxy.requestsRefused();
+        assertTrue(broken >= 3 && broken <= 6, () -> broken + " adds broke their connection");
+        ReentrantMutex theirs = new ReentrantMutex(zk.newClient(), path);
+        Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<Lease> waiting = theirs.acquireAsync();
+        await().until(() -> mutex.participants().size() == 2); // read node by node, as from an older server
+        assertFalse(waiting.isDone(), "granted while another client holds the lock");
+        held.close();
+        waiting.get(10, TimeUnit.SECONDS).close();
+        zk.ensemble().assertNoWatchesUnder(path);
+        assertEquals(broken, proxy.requestsRefused());
+        zk.closeClients();
+        proxy.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aViewWhoseWatchRemovalABusyServerRefusesRemovesItAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-drop-throttled");
         // A server with request throttling on refuses the removal of the idle view's watch (THROTTLEDOP), and keeps

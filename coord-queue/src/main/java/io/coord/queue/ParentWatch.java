@@ -209,10 +209,11 @@ final class ParentWatch {
             lock.unlock();
         }
         if (inDoubt) {
-            context.whenConnected(this::reconcile); // a removal owed meanwhile waits for the connection
+            context.sendNewerAgain(code, this::reconcile); // a removal owed meanwhile waits for the connection
         }
         send(step, sentNext);
         if (code == Code.OK) {
+            context.newerServerAnswered();
             added.run();
             answered.complete(null);
         } else {

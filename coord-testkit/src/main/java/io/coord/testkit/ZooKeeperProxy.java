@@ -63,6 +63,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
 
     private record Chunk(byte[] bytes, long dueNanos) {}
 
+    // A refusal with no code breaks the connection instead of answering.
     private record Refusal(int opCode, Code code) {}
 
     private final InetSocketAddress target;
@@ -191,14 +192,27 @@ public final class ZooKeeperProxy implements AutoCloseable {
      */
     public void refuseNext(int opCode, Code code) {
         Objects.requireNonNull(code, "code");
+        if (code == Code.OK) {
+            throw new IllegalArgumentException("code must be an error: a refusal carries no answer's body");
+        }
+        refusals.add(new Refusal(checkedRequest(opCode), code));
+    }
+
+    /**
+     * The next request of the kind {@code opCode} never reaches the server: its connection breaks instead, as a server
+     * before 3.6 breaks it after answering a request it does not know (addWatch, say) ahead of those still in its
+     * pipeline. It is counted among {@link #requestsRefused()}, and queued with the refusals, in their order.
+     */
+    public void breakOnNext(int opCode) {
+        refusals.add(new Refusal(checkedRequest(opCode), null));
+    }
+
+    private static int checkedRequest(int opCode) {
         if (opCode <= 0 || NOT_REQUESTS.contains(opCode)) {
             throw new IllegalArgumentException("opCode must be the code of a request that is answered in its turn (not"
                     + " a ping, an auth or a setWatches), was " + opCode);
         }
-        if (code == Code.OK) {
-            throw new IllegalArgumentException("code must be an error: a refusal carries no answer's body");
-        }
-        refusals.add(new Refusal(opCode, code));
+        return opCode;
     }
 
     /** Whether it still relays: not closed. */
@@ -206,7 +220,7 @@ public final class ZooKeeperProxy implements AutoCloseable {
         return !closed;
     }
 
-    /** How many requests were refused so far (see {@link #refuseNext}). */
+    /** How many requests were refused so far (see {@link #refuseNext} and {@link #breakOnNext}). */
     public long requestsRefused() {
         return requestsRefused.get();
     }
@@ -320,8 +334,11 @@ public final class ZooKeeperProxy implements AutoCloseable {
             if (refusal == null) {
                 return packet;
             }
-            refused.put(xid, refusal.code());
             requestsRefused.incrementAndGet();
+            if (refusal.code() == null) {
+                return null; // ends this connection
+            }
+            refused.put(xid, refusal.code());
             byte[] harmless = HARMLESS_READ.clone();
             ByteBuffer.wrap(harmless).putInt(4, xid);
             return harmless;

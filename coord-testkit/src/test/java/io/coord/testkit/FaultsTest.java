@@ -4,6 +4,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -246,6 +247,32 @@ class FaultsTest {
         assertEquals(1, proxy.requestsRefused());
         client.delete().forPath("/refused"); // only the next one was refused
         assertNull(client.checkExists().forPath("/refused"));
+        client.close();
+        proxy.close();
+    }
+
+    @Test
+    void aRequestToBreakOnBreaksItsConnectionAndNeverReachesTheServer() throws Exception {
+        ZooKeeperProxy proxy = zk.proxy(zk.servers().get(0));
+        CuratorFramework client = zk.newClient(proxy.connectString());
+        client.create().forPath("/broken");
+        IllegalArgumentException noRequest =
+                assertThrows(IllegalArgumentException.class, () -> proxy.breakOnNext(ZooDefs.OpCode.setWatches2));
+        assertEquals(
+                "opCode must be the code of a request that is answered in its turn (not a ping, an auth or a"
+                        + " setWatches), was " + ZooDefs.OpCode.setWatches2,
+                noRequest.getMessage());
+
+        proxy.breakOnNext(ZooDefs.OpCode.delete);
+        // Through the handle, which does not send it again as Curator would.
+        CompletableFuture<Integer> lost = new CompletableFuture<>();
+        client.getZookeeperClient().getZooKeeper().delete("/broken", -1, (rc, path, ctx) -> lost.complete(rc), null);
+
+        assertEquals(KeeperException.Code.CONNECTIONLOSS.intValue(), lost.get(10, TimeUnit.SECONDS));
+        assertNotNull(client.checkExists().forPath("/broken"), "never deleted");
+        assertEquals(1, proxy.requestsRefused());
+        client.delete().forPath("/broken"); // only the next one breaks
+        assertNull(client.checkExists().forPath("/broken"));
         client.close();
         proxy.close();
     }

@@ -57,6 +57,8 @@ public final class ClientContext {
     private static final Duration REFUSED_REMOVAL_PAUSE = Duration.ofMillis(100);
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
     private static final Duration THROTTLED_PAUSE = Duration.ofMillis(250);
+    // Requests of ZooKeeper 3.6 lost with the connection, before the server answered any, that mark an older server.
+    private static final int LOSSES_OF_AN_OLDER_SERVER = 3;
     // Sequence nodes by their sequence, then any other names by name.
     static final Comparator<String> CREATION_ORDER = Comparator.comparing(
                     (String name) -> SequenceNode.parse(name).orElse(null),
@@ -88,7 +90,9 @@ public final class ClientContext {
     private final Map<String, PathView> views = new ConcurrentHashMap<>();
     private final Set<String> plainWatchPaths = ConcurrentHashMap.newKeySet();
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
-    private volatile boolean olderServer; // it answered a 3.6 request UNIMPLEMENTED
+    private volatile boolean olderServer; // it answered a 3.6 request UNIMPLEMENTED, or lost each one
+    private volatile boolean newerServer; // it answered a 3.6 request
+    private final AtomicInteger newerRequestsLost = new AtomicInteger();
     private volatile boolean persistentWatchesStay; // it cannot remove a persistent watch on its own (3.6 to 3.8)
     private volatile boolean persistentWatchesRefused; // its watch manager cannot hold persistent watches at all
     // One watcher object for every node watch of this client. The handle keeps one registration per watcher and
@@ -290,20 +294,59 @@ public final class ClientContext {
         return persistentWatchesStay;
     }
 
-    /** Whether the server answered a request of ZooKeeper 3.6 (addWatch, a read-only multi) UNIMPLEMENTED. */
+    /** Whether the server is taken for one before 3.6 (see {@link #olderServer}). */
     boolean hasOlderServer() {
         return olderServer;
     }
 
     /**
-     * The server answered a request of ZooKeeper 3.6 UNIMPLEMENTED (and, being older, dropped the connection): from
-     * now on this client uses no view, and reads nodes one by one where it would read them in one multi.
+     * The server answered a request of ZooKeeper 3.6 (addWatch, a read-only multi) UNIMPLEMENTED, or {@link
+     * #marksOlderServer lost} each one: from now on this client uses no view, and reads nodes one by one where it
+     * would read them in one multi.
      */
     void olderServer() {
         if (!olderServer) {
             olderServer = true;
-            log.info("ZooKeeper answered a 3.6 request UNIMPLEMENTED (a server before 3.6): coord uses predecessor"
-                    + " watches and reads nodes one by one on this client");
+            log.info("ZooKeeper answered a 3.6 request UNIMPLEMENTED, or broke the connection at each one (a server"
+                    + " before 3.6): coord uses predecessor watches and reads nodes one by one on this client");
+        }
+    }
+
+    /** The server carried out a request of ZooKeeper 3.6 (addWatch, a read-only multi): it is 3.6 or later. */
+    public void newerServerAnswered() {
+        newerServer = true;
+    }
+
+    /**
+     * Whether a request of ZooKeeper 3.6 that failed with {@code rc} marks a server before 3.6. Such a server answers
+     * one UNIMPLEMENTED at once, ahead of the client's requests still in its pipeline, and drops the connection: the
+     * client takes that answer out of turn for a broken connection, and the request comes back lost, not refused. So
+     * a client whose server has carried out no 3.6 request takes the third loss for an older server.
+     */
+    boolean marksOlderServer(KeeperException.Code rc) {
+        if (olderServer) {
+            return true;
+        }
+        if (newerServer
+                || !ResultCodes.isInDoubt(rc)
+                || newerRequestsLost.incrementAndGet() < LOSSES_OF_AN_OLDER_SERVER) {
+            return false;
+        }
+        olderServer();
+        return true;
+    }
+
+    /**
+     * Sends again, as {@link #sendAgain} does, a request of ZooKeeper 3.6 that failed with {@code rc}, a passing
+     * failure; but until the server has carried out one, a lost one goes a pause after the connection is back. Sent
+     * at once, it would follow the writes Curator sends again on reconnecting, and a server before 3.6 would answer it
+     * ahead of them and break the connection again, each time (see {@link #marksOlderServer}).
+     */
+    public void sendNewerAgain(KeeperException.Code rc, Runnable send) {
+        if (newerServer || rc == KeeperException.Code.THROTTLEDOP) {
+            sendAgain(rc, send);
+        } else {
+            whenConnected(() -> throttledPause().thenRun(() -> whenConnected(send)));
         }
     }
 

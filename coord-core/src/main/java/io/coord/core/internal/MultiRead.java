@@ -25,8 +25,9 @@ import org.apache.zookeeper.OpResult;
  * caller does not wait for the connection; a caller that waits on its own thread reads with {@link #readRetrying},
  * which gives up when the client's retry policy does.
  *
- * <p>A server before 3.6 answers UNIMPLEMENTED (and drops the connection): from then on the client reads such
- * batches node by node, with the same results, one request per node.
+ * <p>A server before 3.6 answers UNIMPLEMENTED (and drops the connection), or seems to lose the request with the
+ * connection (see {@link ClientContext#marksOlderServer}): from then on the client reads such batches node by node,
+ * with the same results, one request per node.
  *
  * <p>A reply must fit the client's {@code jute.maxbuffer}: the client takes a bigger one for a broken connection,
  * reconnects, and the read, sent again, would break it again for ever: one lost twice running is read in halves.
@@ -157,14 +158,15 @@ public final class MultiRead {
     private static void answered(Batch batch, int lost, Code code, List<OpResult> results) {
         ClientContext context = batch.context();
         if (results != null) {
+            context.newerServerAnswered();
             batch.answer().complete(results); // the code is then the first read's error, if any
-        } else if (code == Code.UNIMPLEMENTED) {
+        } else if (code == Code.UNIMPLEMENTED || context.marksOlderServer(code)) {
             context.olderServer();
             readEach(batch);
         } else if (ResultCodes.isInDoubt(code) && batch.resend() && !context.isClosed()) {
             // Lost twice running: perhaps the reply is too big (nodes written by others may hold up to a reply's
             // worth each), which breaks the connection each time. Halves are read instead, down to single nodes.
-            context.whenConnected(() -> {
+            context.sendNewerAgain(code, () -> {
                 if (lost == 0 || batch.paths().size() == 1) {
                     send(batch, lost + 1);
                 } else {

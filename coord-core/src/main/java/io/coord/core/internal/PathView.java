@@ -503,6 +503,7 @@ final class PathView {
             }
             switch (rc) {
                 case OK -> {
+                    context.newerServerAnswered();
                     watch = WatchState.SET;
                     watchSession = session;
                     if (users.expired()) {
@@ -525,8 +526,8 @@ final class PathView {
                 }
                 default -> {
                     watch = WatchState.NONE;
-                    if (ResultCodes.isPassing(rc)) {
-                        todo.add(() -> context.sendAgain(rc, this::addAgain)); // lost, or a busy server's refusal
+                    if (ResultCodes.isPassing(rc) && !context.marksOlderServer(rc)) {
+                        todo.add(() -> context.sendNewerAgain(rc, this::addAgain)); // lost, or a busy server's refusal
                     } else {
                         becomeUnusable(Unusable.UNSUPPORTED, todo);
                     }
