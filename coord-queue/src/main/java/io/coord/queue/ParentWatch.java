@@ -170,7 +170,8 @@ final class ParentWatch {
         CuratorFramework client = context.client();
         switch (step) {
             case NONE -> {}
-            case ADD ->
+            case ADD -> {
+                long connection = context.newerRequestSent();
                 BackgroundRequests.call(
                                 context,
                                 path,
@@ -180,8 +181,9 @@ final class ParentWatch {
                                         .inBackground(cb)
                                         .usingWatcher(watcher)
                                         .forPath(path))
-                        .whenComplete((event, error) ->
-                                addAnswered(sentAt, error == null ? BackgroundRequests.code(event) : null, error));
+                        .whenComplete((event, error) -> addAnswered(
+                                sentAt, connection, error == null ? BackgroundRequests.code(event) : null, error));
+            }
             case REMOVE ->
                 // Every persistent watch of this client on the path, on the current connection only (see
                 // ClientContext#dropWatchesAnswering): removing one watcher only unregisters it in the client.
@@ -190,9 +192,13 @@ final class ParentWatch {
         }
     }
 
-    /** {@code code} is null when the request failed without an answer (the client closed). */
-    private void addAnswered(long sentAt, Code code, Throwable error) {
-        boolean inDoubt = code != null && ResultCodes.isInDoubt(code);
+    /**
+     * {@code code} is null when the request failed without an answer (the client closed). A server before 3.6 may
+     * seem to lose the add with the connection: see {@link ClientContext#answeredAsOlderServer}.
+     */
+    private void addAnswered(long sentAt, long connection, Code code, Throwable error) {
+        boolean olderServer = code != null && context.answeredAsOlderServer(code, connection);
+        boolean inDoubt = code != null && !olderServer && ResultCodes.isInDoubt(code);
         CompletableFuture<Void> answered;
         Step step;
         long sentNext;
@@ -209,15 +215,15 @@ final class ParentWatch {
             lock.unlock();
         }
         if (inDoubt) {
-            context.sendNewerAgain(code, this::reconcile); // a removal owed meanwhile waits for the connection
+            context.whenConnected(this::reconcile); // a removal owed meanwhile waits for the connection
         }
         send(step, sentNext);
         if (code == Code.OK) {
-            context.newerServerAnswered();
             added.run();
             answered.complete(null);
         } else {
-            answered.completeExceptionally(error != null ? error : failure.apply(code));
+            answered.completeExceptionally(
+                    error != null ? error : failure.apply(olderServer ? Code.UNIMPLEMENTED : code));
         }
     }
 

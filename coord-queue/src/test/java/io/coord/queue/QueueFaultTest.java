@@ -173,6 +173,33 @@ class QueueFaultTest {
     }
 
     @Test
+    void aQueueWhoseWatchBreaksTheConnectionAtEachTrySaysItNeedsANewerServer() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("watch-add-lost");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
+        DistributedQueue<String> queue = queue(client, path);
+        queue.put("a");
+        // A server before 3.6 answers addWatch at once, ahead of a write still in its pipeline, and breaks the
+        // connection: the client takes that answer out of turn for a broken connection. Here every add breaks it.
+        for (int i = 0; i < 2 * 3 + 1; i++) {
+            proxy.breakOnNext(ZooDefs.OpCode.addWatch);
+        }
+
+        // The third connection broken under an add marks an older server, rather than a wait through outages.
+        CoordinationException refused =
+                assertThrows(CoordinationException.class, () -> queue.poll(Duration.ofSeconds(30)));
+        assertEquals(
+                "the queue at " + path + "/items needs ZooKeeper 3.6 or later (persistent watches);"
+                        + " the server answered UNIMPLEMENTED",
+                refused.getMessage());
+        assertTrue(proxy.requestsRefused() >= 3, () -> proxy.requestsRefused() + " adds broke their connection");
+        client.close();
+        proxy.close();
+        assertEquals("a", queue(zk.newClient(), path).poll()); // nothing lost
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
     void aTimedDrainThatHasTakenItemsEndsWithThemWhenTheConnectionDrops() throws Exception {
         String path = ZooKeeperFixture.uniquePath("drain-timed-drop");
         ZooKeeperProxy proxy = firstServersProxy();

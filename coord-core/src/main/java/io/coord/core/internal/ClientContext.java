@@ -57,8 +57,10 @@ public final class ClientContext {
     private static final Duration REFUSED_REMOVAL_PAUSE = Duration.ofMillis(100);
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
     private static final Duration THROTTLED_PAUSE = Duration.ofMillis(250);
-    // Requests of ZooKeeper 3.6 lost with the connection, before the server answered any, that mark an older server.
+    // Connections that broke under a request of ZooKeeper 3.6, before the server carried out one: an older server.
     private static final int LOSSES_OF_AN_OLDER_SERVER = 3;
+    // What newerRequestSent gives while the client is not connected; never a connection epoch.
+    private static final long NO_CONNECTION = -1;
     // Sequence nodes by their sequence, then any other names by name.
     static final Comparator<String> CREATION_ORDER = Comparator.comparing(
                     (String name) -> SequenceNode.parse(name).orElse(null),
@@ -90,9 +92,12 @@ public final class ClientContext {
     private final Map<String, PathView> views = new ConcurrentHashMap<>();
     private final Set<String> plainWatchPaths = ConcurrentHashMap.newKeySet();
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
-    private volatile boolean olderServer; // it answered a 3.6 request UNIMPLEMENTED, or lost each one
-    private volatile boolean newerServer; // it answered a 3.6 request
-    private final AtomicInteger newerRequestsLost = new AtomicInteger();
+    private volatile boolean olderServer; // it answered a 3.6 request UNIMPLEMENTED, or broke under each one
+    private volatile boolean olderServerGuessed; // olderServer from connections lost, not from an answer
+    private volatile boolean newerServer; // it carried out a 3.6 request
+    // Guarded by stateLock: the connections that broke under a 3.6 request (see answeredAsOlderServer), the last one.
+    private int newerRequestLosses;
+    private long newerRequestLostOn = NO_CONNECTION;
     private volatile boolean persistentWatchesStay; // it cannot remove a persistent watch on its own (3.6 to 3.8)
     private volatile boolean persistentWatchesRefused; // its watch manager cannot hold persistent watches at all
     // One watcher object for every node watch of this client. The handle keeps one registration per watcher and
@@ -301,10 +306,10 @@ public final class ClientContext {
 
     /**
      * The server answered a request of ZooKeeper 3.6 (addWatch, a read-only multi) UNIMPLEMENTED, or {@link
-     * #marksOlderServer lost} each one: from now on this client uses no view, and reads nodes one by one where it
-     * would read them in one multi.
+     * #answeredAsOlderServer broke the connection} under each: from now on this client uses no view, and reads nodes
+     * one by one where it would read them in one multi.
      */
-    void olderServer() {
+    private void olderServer() {
         if (!olderServer) {
             olderServer = true;
             log.info("ZooKeeper answered a 3.6 request UNIMPLEMENTED, or broke the connection at each one (a server"
@@ -312,41 +317,87 @@ public final class ClientContext {
         }
     }
 
-    /** The server carried out a request of ZooKeeper 3.6 (addWatch, a read-only multi): it is 3.6 or later. */
-    public void newerServerAnswered() {
-        newerServer = true;
+    /**
+     * The connection a request of ZooKeeper 3.6 (addWatch, a read-only multi) sent now goes out on, for {@link
+     * #answeredAsOlderServer} and {@link #sendNewerAgain}; none while the client is not connected.
+     */
+    public long newerRequestSent() {
+        stateLock.lock();
+        try {
+            return connected ? connectionEpoch : NO_CONNECTION;
+        } finally {
+            stateLock.unlock();
+        }
     }
 
     /**
-     * Whether a request of ZooKeeper 3.6 that failed with {@code rc} marks a server before 3.6. Such a server answers
-     * one UNIMPLEMENTED at once, ahead of the client's requests still in its pipeline, and drops the connection: the
-     * client takes that answer out of turn for a broken connection, and the request comes back lost, not refused. So
-     * a client whose server has carried out no 3.6 request takes the third loss for an older server.
+     * What the answer {@code rc} to a request of ZooKeeper 3.6 sent on connection {@code sent} ({@link
+     * #newerRequestSent}) tells of the server: true if it is taken for one before 3.6 (see {@link #olderServer}).
+     *
+     * <p>Such a server answers the request UNIMPLEMENTED at once, ahead of the client's requests still in its pipeline,
+     * and drops the connection. Behind a write, the client takes that answer out of turn for a broken connection, and
+     * the request comes back lost. So until the server has carried out one, a third connection that was up when such a
+     * request went out and broke under it marks an older server too. A later answer that the server carried one out
+     * takes that guess back.
      */
-    boolean marksOlderServer(KeeperException.Code rc) {
-        if (olderServer) {
-            return true;
+    public boolean answeredAsOlderServer(KeeperException.Code rc, long sent) {
+        switch (rc) {
+            case UNIMPLEMENTED -> {
+                olderServerGuessed = false;
+                olderServer();
+                return true;
+            }
+            case CONNECTIONLOSS -> {
+                if (!olderServer && !newerServer && brokeUnderNewerRequest(sent)) {
+                    olderServerGuessed = true;
+                    olderServer();
+                }
+                return olderServer;
+            }
+            case OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED, SYSTEMERROR -> {
+                return olderServer; // no news of the server: the session, or the client itself
+            }
+            default -> {
+                // Carried out (OK), or refused by a server that knows the request (THROTTLEDOP, MARSHALLINGERROR...).
+                if (!newerServer) {
+                    newerServer = true;
+                    if (olderServerGuessed && olderServer) {
+                        olderServer = false;
+                        log.info("ZooKeeper carried out a 3.6 request after all: coord takes views again");
+                    }
+                }
+                return false;
+            }
         }
-        if (newerServer
-                || !ResultCodes.isInDoubt(rc)
-                || newerRequestsLost.incrementAndGet() < LOSSES_OF_AN_OLDER_SERVER) {
-            return false;
+    }
+
+    /** Counts connection {@code sent} as broken under a 3.6 request, once; true when that makes enough. */
+    private boolean brokeUnderNewerRequest(long sent) {
+        stateLock.lock();
+        try {
+            if (sent == NO_CONNECTION || sent <= newerRequestLostOn) {
+                return false; // sent before any connection, or on one counted already
+            }
+            newerRequestLostOn = sent;
+            return ++newerRequestLosses >= LOSSES_OF_AN_OLDER_SERVER;
+        } finally {
+            stateLock.unlock();
         }
-        olderServer();
-        return true;
     }
 
     /**
-     * Sends again, as {@link #sendAgain} does, a request of ZooKeeper 3.6 that failed with {@code rc}, a passing
-     * failure; but until the server has carried out one, a lost one goes a pause after the connection is back. Sent
-     * at once, it would follow the writes Curator sends again on reconnecting, and a server before 3.6 would answer it
-     * ahead of them and break the connection again, each time (see {@link #marksOlderServer}).
+     * Sends again, as {@link #sendAgain} does, a request of ZooKeeper 3.6 sent on connection {@code sent} that failed
+     * with {@code rc}, a passing failure; but until the server has carried out one, a lost one goes a pause after the
+     * next connection is up. Sent as it comes up, it would follow the writes Curator and coord send again then, and a
+     * server before 3.6 would answer it ahead of them and break the connection again, each time (see {@link
+     * #answeredAsOlderServer}).
      */
-    public void sendNewerAgain(KeeperException.Code rc, Runnable send) {
-        if (newerServer || rc == KeeperException.Code.THROTTLEDOP) {
+    public void sendNewerAgain(KeeperException.Code rc, long sent, Runnable send) {
+        if (newerServer || rc != KeeperException.Code.CONNECTIONLOSS) {
             sendAgain(rc, send);
         } else {
-            whenConnected(() -> throttledPause().thenRun(() -> whenConnected(send)));
+            // The loss is told before the drop: a connection that seems up may be the one it broke.
+            whenConnectedAfter(sent, () -> throttledPause().thenRun(() -> whenConnected(send)));
         }
     }
 
@@ -678,12 +729,17 @@ public final class ClientContext {
 
     /** Runs {@code task} on coord's retry thread once the client is connected, at once if it is now. */
     public void whenConnected(Runnable task) {
+        whenConnectedAfter(NO_CONNECTION, task);
+    }
+
+    /** Runs {@code task} as {@link #whenConnected} does, but on a later connection than {@code epoch}'s. */
+    private void whenConnectedAfter(long epoch, Runnable task) {
         stateLock.lock();
         try {
             if (closed) {
                 return;
             }
-            if (!connected) {
+            if (!connected || connectionEpoch == epoch) {
                 onConnected.add(task);
                 lookForCloseLater();
                 return;

@@ -26,7 +26,7 @@ import org.apache.zookeeper.OpResult;
  * which gives up when the client's retry policy does.
  *
  * <p>A server before 3.6 answers UNIMPLEMENTED (and drops the connection), or seems to lose the request with the
- * connection (see {@link ClientContext#marksOlderServer}): from then on the client reads such batches node by node,
+ * connection (see {@link ClientContext#answeredAsOlderServer}): from then on the client reads such batches node by node,
  * with the same results, one request per node.
  *
  * <p>A reply must fit the client's {@code jute.maxbuffer}: the client takes a bigger one for a broken connection,
@@ -140,6 +140,7 @@ public final class MultiRead {
                 .map(path -> Op.getData(ZKPaths.fixForNamespace(namespace, path)))
                 .toList();
         OperationTrace trace = client.getZookeeperClient().startAdvancedTracer("MultiReadImpl-Background");
+        long sent = context.newerRequestSent();
         try {
             client.getZookeeperClient()
                     .getZooKeeper()
@@ -147,7 +148,7 @@ public final class MultiRead {
                             reads,
                             (rc, path, ctx, results) -> {
                                 trace.setReturnCode(rc).commit();
-                                answered(batch, lost, Code.get(rc), results);
+                                answered(batch, lost, sent, Code.get(rc), results);
                             },
                             null);
         } catch (Exception e) {
@@ -155,18 +156,16 @@ public final class MultiRead {
         }
     }
 
-    private static void answered(Batch batch, int lost, Code code, List<OpResult> results) {
+    private static void answered(Batch batch, int lost, long sent, Code code, List<OpResult> results) {
         ClientContext context = batch.context();
-        if (results != null) {
-            context.newerServerAnswered();
-            batch.answer().complete(results); // the code is then the first read's error, if any
-        } else if (code == Code.UNIMPLEMENTED || context.marksOlderServer(code)) {
-            context.olderServer();
+        if (context.answeredAsOlderServer(results != null ? Code.OK : code, sent)) {
             readEach(batch);
+        } else if (results != null) {
+            batch.answer().complete(results); // the code is then the first read's error, if any
         } else if (ResultCodes.isInDoubt(code) && batch.resend() && !context.isClosed()) {
             // Lost twice running: perhaps the reply is too big (nodes written by others may hold up to a reply's
             // worth each), which breaks the connection each time. Halves are read instead, down to single nodes.
-            context.sendNewerAgain(code, () -> {
+            context.sendNewerAgain(code, sent, () -> {
                 if (lost == 0 || batch.paths().size() == 1) {
                     send(batch, lost + 1);
                 } else {

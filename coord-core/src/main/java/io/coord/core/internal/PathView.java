@@ -469,6 +469,10 @@ final class PathView {
      * the read adds one on a view that was live before).
      */
     private void add(List<Runnable> todo) {
+        if (context.hasOlderServer()) {
+            becomeUnusable(Unusable.UNSUPPORTED, todo); // the add would break the connection once more
+            return;
+        }
         int gen = ++generation;
         log.debug("{}: adding the watch", this);
         watch = WatchState.ADDING;
@@ -476,16 +480,17 @@ final class PathView {
         wantWatch = false;
         Watcher watcher = event -> watched(gen, event);
         todo.add(() -> {
+            long sent = context.newerRequestSent();
             try {
                 context.client()
                         .watchers()
                         .add()
                         .withMode(AddWatchMode.PERSISTENT_RECURSIVE)
-                        .inBackground((c, e) -> added(gen, Code.get(e.getResultCode())))
+                        .inBackground((c, e) -> added(gen, sent, Code.get(e.getResultCode())))
                         .usingWatcher(watcher)
                         .forPath(path);
             } catch (Exception e) {
-                added(gen, Code.SYSTEMERROR);
+                added(gen, sent, Code.SYSTEMERROR);
             }
         });
         if (!reading) {
@@ -493,17 +498,22 @@ final class PathView {
         }
     }
 
-    private void added(int gen, Code rc) {
+    private void added(int gen, long sent, Code rc) {
         // The session of the handle that answered: Curator may have sent the add again on a newer one.
         long session = context.sessionId();
+        boolean olderServer = context.answeredAsOlderServer(rc, sent);
         act(todo -> {
             log.debug("{}: watch of generation {} added: {}", this, gen, rc);
             if (gen != generation || watch != WatchState.ADDING) {
                 return; // a newer session's add is on its way
             }
+            if (olderServer) {
+                watch = WatchState.NONE;
+                becomeUnusable(Unusable.UNSUPPORTED, todo);
+                return;
+            }
             switch (rc) {
                 case OK -> {
-                    context.newerServerAnswered();
                     watch = WatchState.SET;
                     watchSession = session;
                     if (users.expired()) {
@@ -514,11 +524,6 @@ final class PathView {
                         read(todo); // the read sent with the add answered before it: not covered by the watch
                     }
                 }
-                case UNIMPLEMENTED -> {
-                    watch = WatchState.NONE;
-                    context.olderServer();
-                    becomeUnusable(Unusable.UNSUPPORTED, todo);
-                }
                 case MARSHALLINGERROR -> {
                     watch = WatchState.NONE;
                     context.persistentWatchesRefused();
@@ -526,8 +531,9 @@ final class PathView {
                 }
                 default -> {
                     watch = WatchState.NONE;
-                    if (ResultCodes.isPassing(rc) && !context.marksOlderServer(rc)) {
-                        todo.add(() -> context.sendNewerAgain(rc, this::addAgain)); // lost, or a busy server's refusal
+                    if (ResultCodes.isPassing(rc)) {
+                        todo.add(() ->
+                                context.sendNewerAgain(rc, sent, this::addAgain)); // lost, or a busy server's refusal
                     } else {
                         becomeUnusable(Unusable.UNSUPPORTED, todo);
                     }
