@@ -72,8 +72,14 @@ final class ParentWatch {
         return ensureArmed();
     }
 
-    /** The watch on the server, adding it again if a session end took it away. */
+    /**
+     * The watch on the server, adding it again if a session end took it away. A server that said it is older than 3.6
+     * has none to add, and would break the connection at each try.
+     */
     CompletableFuture<Void> ensureArmed() {
+        if (context.saidItIsOlder()) {
+            return CompletableFuture.failedFuture(failure.apply(Code.UNIMPLEMENTED));
+        }
         CompletableFuture<Void> answer;
         Step step;
         long sentAt;
@@ -222,8 +228,7 @@ final class ParentWatch {
             added.run();
             answered.complete(null);
         } else {
-            answered.completeExceptionally(
-                    error != null ? error : failure.apply(olderServer ? Code.UNIMPLEMENTED : code));
+            answered.completeExceptionally(error != null ? error : failure.apply(code));
         }
     }
 

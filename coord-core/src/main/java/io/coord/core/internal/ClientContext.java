@@ -61,6 +61,14 @@ public final class ClientContext {
     private static final int LOSSES_OF_AN_OLDER_SERVER = 3;
     // What newerRequestSent gives while the client is not connected; never a connection epoch.
     private static final long NO_CONNECTION = -1;
+    // Answers that only a server that knows a 3.6 request gives: it carried it out, or turned it down on its merits.
+    private static final Set<KeeperException.Code> SERVERS_OWN_ANSWERS = Set.of(
+            KeeperException.Code.OK,
+            KeeperException.Code.THROTTLEDOP,
+            KeeperException.Code.MARSHALLINGERROR,
+            KeeperException.Code.NOAUTH,
+            KeeperException.Code.NONODE,
+            KeeperException.Code.BADARGUMENTS);
     // Sequence nodes by their sequence, then any other names by name.
     static final Comparator<String> CREATION_ORDER = Comparator.comparing(
                     (String name) -> SequenceNode.parse(name).orElse(null),
@@ -92,12 +100,15 @@ public final class ClientContext {
     private final Map<String, PathView> views = new ConcurrentHashMap<>();
     private final Set<String> plainWatchPaths = ConcurrentHashMap.newKeySet();
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
-    private volatile boolean olderServer; // it answered a 3.6 request UNIMPLEMENTED, or broke under each one
+    // Written under stateLock (see answeredAsOlderServer): what the server's answers to 3.6 requests tell of it.
+    private volatile boolean olderServer; // it answered one UNIMPLEMENTED, or broke the connection under each
     private volatile boolean olderServerGuessed; // olderServer from connections lost, not from an answer
-    private volatile boolean newerServer; // it carried out a 3.6 request
-    // Guarded by stateLock: the connections that broke under a 3.6 request (see answeredAsOlderServer), the last one.
+    private volatile boolean newerServer; // it carried one out
+    // Guarded by stateLock: the connections that broke under a 3.6 request, and the last one counted.
     private int newerRequestLosses;
     private long newerRequestLostOn = NO_CONNECTION;
+    // Guarded by stateLock: when the client last connected.
+    private long connectedAtNanos;
     private volatile boolean persistentWatchesStay; // it cannot remove a persistent watch on its own (3.6 to 3.8)
     private volatile boolean persistentWatchesRefused; // its watch manager cannot hold persistent watches at all
     // One watcher object for every node watch of this client. The handle keeps one registration per watcher and
@@ -299,27 +310,19 @@ public final class ClientContext {
         return persistentWatchesStay;
     }
 
-    /** Whether the server is taken for one before 3.6 (see {@link #olderServer}). */
-    boolean hasOlderServer() {
+    /** Whether the server is taken for one before 3.6 (see {@link #answeredAsOlderServer}). */
+    public boolean hasOlderServer() {
         return olderServer;
     }
 
-    /**
-     * The server answered a request of ZooKeeper 3.6 (addWatch, a read-only multi) UNIMPLEMENTED, or {@link
-     * #answeredAsOlderServer broke the connection} under each: from now on this client uses no view, and reads nodes
-     * one by one where it would read them in one multi.
-     */
-    private void olderServer() {
-        if (!olderServer) {
-            olderServer = true;
-            log.info("ZooKeeper answered a 3.6 request UNIMPLEMENTED, or broke the connection at each one (a server"
-                    + " before 3.6): coord uses predecessor watches and reads nodes one by one on this client");
-        }
+    /** Whether the server said it is older than 3.6 (it answered UNIMPLEMENTED), rather than only seemed so. */
+    public boolean saidItIsOlder() {
+        return olderServer && !olderServerGuessed;
     }
 
     /**
      * The connection a request of ZooKeeper 3.6 (addWatch, a read-only multi) sent now goes out on, for {@link
-     * #answeredAsOlderServer} and {@link #sendNewerAgain}; none while the client is not connected.
+     * #answeredAsOlderServer}; none while the client is not connected.
      */
     public long newerRequestSent() {
         stateLock.lock();
@@ -332,73 +335,88 @@ public final class ClientContext {
 
     /**
      * What the answer {@code rc} to a request of ZooKeeper 3.6 sent on connection {@code sent} ({@link
-     * #newerRequestSent}) tells of the server: true if it is taken for one before 3.6 (see {@link #olderServer}).
+     * #newerRequestSent}) tells of the server: true if it is taken for one before 3.6. From then on this client uses
+     * no view, and reads nodes one by one where it would read them in one multi.
      *
      * <p>Such a server answers the request UNIMPLEMENTED at once, ahead of the client's requests still in its pipeline,
      * and drops the connection. Behind a write, the client takes that answer out of turn for a broken connection, and
-     * the request comes back lost. So until the server has carried out one, a third connection that was up when such a
-     * request went out and broke under it marks an older server too. A later answer that the server carried one out
+     * the request comes back lost. So until the server has carried out one, the third connection that was up when
+     * such a request went out and broke under it marks an older server too. A later answer from the server itself
      * takes that guess back.
      */
     public boolean answeredAsOlderServer(KeeperException.Code rc, long sent) {
-        switch (rc) {
-            case UNIMPLEMENTED -> {
-                olderServerGuessed = false;
-                olderServer();
-                return true;
-            }
-            case CONNECTIONLOSS -> {
-                if (!olderServer && !newerServer && brokeUnderNewerRequest(sent)) {
-                    olderServerGuessed = true;
-                    olderServer();
-                }
-                return olderServer;
-            }
-            case OPERATIONTIMEOUT, SESSIONEXPIRED, SESSIONMOVED, SYSTEMERROR -> {
-                return olderServer; // no news of the server: the session, or the client itself
-            }
-            default -> {
-                // Carried out (OK), or refused by a server that knows the request (THROTTLEDOP, MARSHALLINGERROR...).
-                if (!newerServer) {
-                    newerServer = true;
-                    if (olderServerGuessed && olderServer) {
-                        olderServer = false;
-                        log.info("ZooKeeper carried out a 3.6 request after all: coord takes views again");
-                    }
-                }
-                return false;
-            }
-        }
-    }
-
-    /** Counts connection {@code sent} as broken under a 3.6 request, once; true when that makes enough. */
-    private boolean brokeUnderNewerRequest(long sent) {
+        boolean older;
+        boolean wasOlder;
+        boolean guessTakenBack = false;
         stateLock.lock();
         try {
-            if (sent == NO_CONNECTION || sent <= newerRequestLostOn) {
-                return false; // sent before any connection, or on one counted already
-            }
-            newerRequestLostOn = sent;
-            return ++newerRequestLosses >= LOSSES_OF_AN_OLDER_SERVER;
+            wasOlder = olderServer;
+            if (rc == KeeperException.Code.UNIMPLEMENTED) {
+                olderServerGuessed = false;
+                olderServer = true;
+            } else if (rc == KeeperException.Code.CONNECTIONLOSS) {
+                if (!olderServer && !newerServer && brokeUnderNewerRequest(sent)) {
+                    olderServerGuessed = true;
+                    olderServer = true;
+                }
+            } else if (rc != null && SERVERS_OWN_ANSWERS.contains(rc)) {
+                newerServer = true;
+                guessTakenBack = olderServerGuessed;
+                olderServer &= !olderServerGuessed;
+                olderServerGuessed = false;
+            } // else no news of the server: of the session, or from the client itself
+            older = olderServer;
         } finally {
             stateLock.unlock();
         }
+        if (older && !wasOlder) {
+            log.info("ZooKeeper answered a 3.6 request UNIMPLEMENTED, or broke the connection under each (a server"
+                    + " before 3.6): coord uses predecessor watches and reads nodes one by one on this client");
+        } else if (guessTakenBack) {
+            log.info("ZooKeeper carried out a 3.6 request after all: coord uses views again on this client");
+        }
+        return older;
+    }
+
+    /** Under stateLock: counts connection {@code sent} as broken under a 3.6 request, once; true once enough did. */
+    private boolean brokeUnderNewerRequest(long sent) {
+        if (sent == NO_CONNECTION || sent <= newerRequestLostOn) {
+            return false; // sent while not connected, or on a connection counted already
+        }
+        newerRequestLostOn = sent;
+        return ++newerRequestLosses >= LOSSES_OF_AN_OLDER_SERVER;
     }
 
     /**
-     * Sends again, as {@link #sendAgain} does, a request of ZooKeeper 3.6 sent on connection {@code sent} that failed
-     * with {@code rc}, a passing failure; but until the server has carried out one, a lost one goes a pause after the
-     * next connection is up. Sent as it comes up, it would follow the writes Curator and coord send again then, and a
-     * server before 3.6 would answer it ahead of them and break the connection again, each time (see {@link
-     * #answeredAsOlderServer}).
+     * Sends again, as {@link #sendAgain} does, a request of ZooKeeper 3.6 that failed with {@code rc}, a passing
+     * failure; but until the server has carried out one, a lost one goes only once a connection has been up for a
+     * pause. Sent as a connection comes up, it would follow the writes Curator and coord send again then, and a server
+     * before 3.6 would answer it ahead of them and break the connection again, each time (see {@link
+     * #answeredAsOlderServer}). The first pause lets news of the drop come: a loss is told before it.
      */
-    public void sendNewerAgain(KeeperException.Code rc, long sent, Runnable send) {
+    public void sendNewerAgain(KeeperException.Code rc, Runnable send) {
         if (newerServer || rc != KeeperException.Code.CONNECTIONLOSS) {
             sendAgain(rc, send);
         } else {
-            // The loss is told before the drop: a connection that seems up may be the one it broke.
-            whenConnectedAfter(sent, () -> throttledPause().thenRun(() -> whenConnected(send)));
+            throttledPause().thenRun(() -> sendOnSettledConnection(send));
         }
+    }
+
+    private void sendOnSettledConnection(Runnable send) {
+        whenConnected(() -> {
+            Duration up;
+            stateLock.lock();
+            try {
+                up = Duration.ofNanos(System.nanoTime() - connectedAtNanos);
+            } finally {
+                stateLock.unlock();
+            }
+            if (up.compareTo(THROTTLED_PAUSE) >= 0) {
+                send.run();
+            } else {
+                track(Executors.after(THROTTLED_PAUSE.minus(up))).thenRun(() -> sendOnSettledConnection(send));
+            }
+        });
     }
 
     /** The view of {@code path}, retained once: the caller releases it when done. */
@@ -729,17 +747,12 @@ public final class ClientContext {
 
     /** Runs {@code task} on coord's retry thread once the client is connected, at once if it is now. */
     public void whenConnected(Runnable task) {
-        whenConnectedAfter(NO_CONNECTION, task);
-    }
-
-    /** Runs {@code task} as {@link #whenConnected} does, but on a later connection than {@code epoch}'s. */
-    private void whenConnectedAfter(long epoch, Runnable task) {
         stateLock.lock();
         try {
             if (closed) {
                 return;
             }
-            if (!connected || connectionEpoch == epoch) {
+            if (!connected) {
                 onConnected.add(task);
                 lookForCloseLater();
                 return;
@@ -1031,6 +1044,7 @@ public final class ClientContext {
             switch (state) {
                 case CONNECTED, RECONNECTED -> {
                     connected = true;
+                    connectedAtNanos = System.nanoTime();
                     ready = onConnected;
                     onConnected = new ArrayList<>();
                     if (event == SessionEvent.NEW_SESSION && session != 0) {

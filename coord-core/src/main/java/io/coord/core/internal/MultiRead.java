@@ -165,7 +165,7 @@ public final class MultiRead {
         } else if (ResultCodes.isInDoubt(code) && batch.resend() && !context.isClosed()) {
             // Lost twice running: perhaps the reply is too big (nodes written by others may hold up to a reply's
             // worth each), which breaks the connection each time. Halves are read instead, down to single nodes.
-            context.sendNewerAgain(code, sent, () -> {
+            context.sendNewerAgain(code, () -> {
                 if (lost == 0 || batch.paths().size() == 1) {
                     send(batch, lost + 1);
                 } else {

@@ -510,6 +510,9 @@ final class PathView {
             if (olderServer) {
                 watch = WatchState.NONE;
                 becomeUnusable(Unusable.UNSUPPORTED, todo);
+                if (users.expired()) {
+                    retireOrDrop(todo); // it lingered out while adding
+                }
                 return;
             }
             switch (rc) {
@@ -532,8 +535,7 @@ final class PathView {
                 default -> {
                     watch = WatchState.NONE;
                     if (ResultCodes.isPassing(rc)) {
-                        todo.add(() ->
-                                context.sendNewerAgain(rc, sent, this::addAgain)); // lost, or a busy server's refusal
+                        todo.add(() -> context.sendNewerAgain(rc, this::addAgain)); // lost, or a busy server's refusal
                     } else {
                         becomeUnusable(Unusable.UNSUPPORTED, todo);
                     }
