@@ -345,6 +345,9 @@ public final class ClientContext {
      * takes that guess back.
      */
     public boolean answeredAsOlderServer(KeeperException.Code rc, long sent) {
+        if (newerServer && rc != KeeperException.Code.UNIMPLEMENTED) {
+            return olderServer; // known, and no guess left to take back: nothing to count, nor to lock for
+        }
         boolean older;
         boolean wasOlder;
         boolean guessTakenBack = false;
