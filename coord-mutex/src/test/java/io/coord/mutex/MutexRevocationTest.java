@@ -30,6 +30,7 @@ import org.apache.curator.framework.AuthInfo;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.ACLProvider;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
@@ -387,6 +388,38 @@ class MutexRevocationTest {
 
         assertEquals(List.of("holder"), ids(stranger.participants()));
         holder.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aWaiterBehindANodeThisClientIsStillDeletingIsNotRevoked() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("revoke-behind-leaving");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        ReentrantMutex mine =
+                new ReentrantMutex(zk.newCustomClient(b -> b.connectString(proxy.connectString())), path, "mine");
+        ReentrantMutex theirs = new ReentrantMutex(zk.newClient(), path, "theirs");
+        Lease held = mine.acquireAsync().get(10, TimeUnit.SECONDS);
+        CompletableFuture<Lease> waiting = theirs.acquireAsync();
+        await().until(() -> theirs.participants().size() == 2);
+        Participant waiter = theirs.participants().get(1);
+        // A busy server refuses the release's delete (THROTTLEDOP) a dozen times, a pause apart: this client's node is
+        // on its way out, and passed by its own contenders, but the other client still waits behind it.
+        int refusals = 12;
+        for (int i = 0; i < refusals; i++) {
+            proxy.refuseNext(ZooDefs.OpCode.delete, KeeperException.Code.THROTTLEDOP);
+        }
+        held.close();
+        await().until(() -> proxy.requestsRefused() >= 1);
+
+        assertFalse(mine.forceRevocation(waiter), "a waiter was revoked");
+        assertTrue(proxy.requestsRefused() < refusals, "decided after the release's delete landed");
+        assertEquals(List.of("mine", "theirs"), ids(theirs.participants()));
+        Lease granted = waiting.get(20, TimeUnit.SECONDS); // once the delete lands
+        assertEquals(LeaseState.HELD, granted.state());
+        assertEquals(List.of("theirs"), ids(mine.participants()));
+        granted.close();
+        zk.closeClients();
+        proxy.close();
         zk.assertNoLeaks(path);
     }
 

@@ -489,6 +489,11 @@ public final class ClientContext {
         }
     }
 
+    /** Whether a lease of this client holds {@code node} under {@code parent}. */
+    boolean holds(String parent, SequenceNode node) {
+        return leasesByNode.containsKey(ZKPaths.makePath(parent, node.name()));
+    }
+
     /** The names of the nodes under {@code parent} that leases of this client hold. */
     List<String> heldUnder(String parent) {
         return leasesByNode.keySet().stream()

@@ -91,9 +91,10 @@ final class Revocations {
         if (context.isLeaving(path, target)) {
             return List.of(); // released, or withdrawn, by this client: its delete is on its way
         }
-        // Decided as this client's contenders decide: its own nodes on their way out hold nothing.
+        // Decided as the target's owner decides. A lease of this client is judged as its contenders judge, passing by
+        // its own nodes on their way out; another client still counts those nodes, and waits behind them.
         List<SequenceNode> queue = new ArrayList<>(Participants.queue(client, path));
-        if (context.anyLeaving(path)) {
+        if (context.anyLeaving(path) && context.holds(path, target)) {
             queue.removeIf(node -> context.isLeaving(path, node));
         }
         if (!queue.contains(target)) {
