@@ -158,10 +158,11 @@ public final class MultiRead {
 
     private static void answered(Batch batch, int lost, long sent, Code code, List<OpResult> results) {
         ClientContext context = batch.context();
-        if (context.answeredAsOlderServer(results != null ? Code.OK : code, sent)) {
-            readEach(batch);
-        } else if (results != null) {
+        boolean olderServer = context.answeredAsOlderServer(results != null ? Code.OK : code, sent);
+        if (results != null) {
             batch.answer().complete(results); // the code is then the first read's error, if any
+        } else if (olderServer) {
+            readEach(batch);
         } else if (ResultCodes.isInDoubt(code) && batch.resend() && !context.isClosed()) {
             // Lost twice running: perhaps the reply is too big (nodes written by others may hold up to a reply's
             // worth each), which breaks the connection each time. Halves are read instead, down to single nodes.

@@ -507,7 +507,7 @@ final class PathView {
             if (gen != generation || watch != WatchState.ADDING) {
                 return; // a newer session's add is on its way
             }
-            if (olderServer) {
+            if (olderServer && rc != Code.OK) { // one that is on the server is dropped as from any unusable view
                 watch = WatchState.NONE;
                 becomeUnusable(Unusable.UNSUPPORTED, todo);
                 if (users.expired()) {
