@@ -219,17 +219,15 @@ final class ItemsWatch {
 
     private CoordinationException watchFailure(Code code) {
         // The queue waits on a persistent watch, which a server before 3.6 does not have.
+        String needsNewer = "the queue at " + layout.items() + " needs ZooKeeper 3.6 or later (persistent watches); ";
         if (code == Code.UNIMPLEMENTED) {
             return new CoordinationException(
-                    "the queue at " + layout.items() + " needs ZooKeeper 3.6 or later (persistent watches);"
-                            + " the server answered UNIMPLEMENTED",
-                    KeeperException.create(code, layout.items()));
+                    needsNewer + "the server answered UNIMPLEMENTED", KeeperException.create(code, layout.items()));
         }
         if (ResultCodes.isInDoubt(code) && context.hasOlderServer()) {
             // Not the loss as its cause: a caller would wait through it as an outage, and send the add again.
-            return new CoordinationException("the queue at " + layout.items() + " needs ZooKeeper 3.6 or later"
-                    + " (persistent watches); the server broke the connection under each addWatch, as one before 3.6"
-                    + " does");
+            return new CoordinationException(
+                    needsNewer + "the server broke the connection under each addWatch, as one before 3.6 does");
         }
         if (code == Code.MARSHALLINGERROR) {
             // A server whose watch manager holds no persistent watches answers an add of one so.

@@ -322,9 +322,13 @@ public final class ClientContext {
 
     /**
      * The connection a request of ZooKeeper 3.6 (addWatch, a read-only multi) sent now goes out on, for {@link
-     * #answeredAsOlderServer}; none while the client is not connected.
+     * #answeredAsOlderServer}; none while the client is not connected, nor once the server is known to be newer, when
+     * nothing counts losses any more (every queue read and view add asks: no lock then).
      */
     public long newerRequestSent() {
+        if (newerServer) {
+            return NO_CONNECTION;
+        }
         stateLock.lock();
         try {
             return connected ? connectionEpoch : NO_CONNECTION;
