@@ -5,10 +5,13 @@ import io.coord.core.Participant;
 import io.coord.core.SequenceNode;
 import io.coord.core.internal.Arguments;
 import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.Executors;
 import io.coord.core.internal.OrderedListeners;
 import io.coord.core.internal.PathFollower;
+import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SerialExecutor;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
@@ -35,7 +38,8 @@ import org.slf4j.LoggerFactory;
  * read, for its id. Closing the observer releases its use of the view, whose watch is removed once nothing of the
  * client uses the path. Without a view (views turned off with {@code coord.view=off}, a server before 3.6, a path
  * whose nodes the client may not all read, or past the herd bound) it keeps one children watch on the path instead,
- * re-armed on every change, and each change costs one children read.
+ * re-armed on every change, and each change costs one children read. A client that may not list the path's nodes
+ * (NOAUTH) logs a warning and reads again after a pause, 1 s doubling up to 30 s.
  *
  * <p>Listeners hear every change of leader it sees, including "nobody leads" as {@code Optional.empty()}; changes
  * quicker than the reads they need are merged, so a leader that came and went between two reads may not be reported
@@ -81,6 +85,7 @@ public final class LeaderObserver implements AutoCloseable {
     private PathFollower follower; // while following through the view
     private boolean viewLost; // the view turned unusable: follow with a children watch
     private boolean watching; // following with a children watch
+    private int refusedInARow; // children reads in a row that the server refused outright
 
     /** Checks its arguments and does no I/O. */
     public LeaderObserver(CuratorFramework client, String path) {
@@ -271,8 +276,12 @@ public final class LeaderObserver implements AutoCloseable {
     private void childrenRead(CuratorFramework c, CuratorEvent event) {
         KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
         switch (rc) {
-            case OK -> childrenChanged(event.getChildren());
+            case OK -> {
+                readAnswered();
+                childrenChanged(event.getChildren());
+            }
             case NONODE -> {
+                readAnswered();
                 childrenChanged(List.of());
                 // getChildren on a missing node leaves no watch. Watch for the path's creation with exists, which
                 // does leave one there; it is armed only while the path is missing, so we never hold two.
@@ -283,14 +292,45 @@ public final class LeaderObserver implements AutoCloseable {
                     // A server's request throttling refused it: nothing else would read again.
                     log.debug("{} read children: {}; reading again shortly", this, rc);
                     context.sendAgainLater(this::readChildren);
-                } else {
+                } else if (ResultCodes.isInDoubt(rc)) {
                     log.debug("{} read children: {}; reading again on reconnect", this, rc);
+                } else {
+                    readRefused(rc);
                 }
             }
         }
         if (isClosed()) {
             watches.readAfterLeaving(path); // the read may have re-armed a watch that close() had dropped
         }
+    }
+
+    private void readAnswered() {
+        lock.lock();
+        try {
+            refusedInARow = 0;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The server refused to list the path, on a connection that goes on: NOAUTH, when this client may not read it.
+     * Nothing else would read again, so it reads again after a pause (1 s, doubling up to 30 s), and sees a change of
+     * the path's ACL that way.
+     */
+    private void readRefused(KeeperException.Code rc) {
+        Duration delay;
+        lock.lock();
+        try {
+            if (phase != Phase.STARTED) {
+                return;
+            }
+            delay = TermRequest.retryDelay(++refusedInARow);
+        } finally {
+            lock.unlock();
+        }
+        log.warn("{} may not list the election's nodes ({}); it reads them again in {}", this, rc, delay);
+        context.track(Executors.after(delay)).thenRun(this::readChildren); // not run once the client closes
     }
 
     private void watchCreation() {

@@ -389,6 +389,38 @@ class LeaderObserverTest {
     }
 
     @Test
+    void anObserverThatMayNotListThePathReadsItAgainUntilItMay() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("unlisted");
+        CuratorFramework owner = candidateOwner();
+        owner.create()
+                .creatingParentsIfNeeded()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("auth", ""))))
+                .forPath(path);
+        LeaderLatch latch = new LeaderLatch(owner, path, "owner");
+        latch.start();
+        assertTrue(latch.await(Duration.ofSeconds(10)));
+        RequestCounter counter = new RequestCounter();
+        LeaderObserver observer = new LeaderObserver(zk.newClient(counter), path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        observer.addListener(recorder(seen), Runnable::run);
+        observer.start();
+
+        // Refused (NoAuth) on a connection that goes on, so no reconnection would bring another read: it reads again.
+        await().until(() -> counter.count(path, "GetChildren") >= 2);
+        assertEquals(Optional.empty(), observer.leader());
+        assertEquals(List.of(), seen);
+        owner.setACL()
+                .withACL(List.of(new ACL(ZooDefs.Perms.ALL, new Id("world", "anyone"))))
+                .forPath(path);
+        await().until(() -> seen.equals(List.of("owner")));
+        assertEquals("owner", observer.leader().orElseThrow().id());
+
+        observer.close();
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void aCandidateWhoseNodeTheClientMayNotReadIsStillListedInItsPlace() throws Exception {
         String path = ZooKeeperFixture.uniquePath("unreadable-listed");
         CuratorFramework reader = zk.newClient();
