@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -207,6 +208,54 @@ class ClaimTest {
 
         assertTrue(ack.get().get(WAIT.toSeconds(), TimeUnit.SECONDS), "the ack removed the item");
         assertNull(queue.poll());
+        QueueLeaks.assertDrainedAndNoLeaks(zk, path);
+    }
+
+    @Test
+    void anAckWhoseResendABusyServerRefusesKnowsItLandedThoughCuratorsListenerThreadIsHeldUp() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("resend-refused");
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client =
+                zk.ensemble().unstartedClient(builder -> builder.connectString(proxy.connectString()));
+        CountDownLatch letGo = new CountDownLatch(1);
+        // An application's listener that blocks holds Curator's one listener thread from the first news on: the
+        // queue, made once connected, hears of no drop or reconnection on it while it does.
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            try {
+                letGo.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        client.start();
+        try {
+            assertTrue(client.blockUntilConnected(10, TimeUnit.SECONDS));
+            DistributedQueue<String> queue = queue(client, path);
+            queue.offer("first");
+            queue.offer("second");
+            Claim<String> claim = queue.claim(Duration.ZERO).orElseThrow();
+            assertEquals("first", claim.item());
+
+            // The ack's transaction lands and its reply is lost with the connection. Curator sends it again once
+            // connected, and a busy server refuses that second send as a whole (THROTTLEDOP).
+            proxy.refuseConnections(true);
+            proxy.dropNextReply();
+            CompletableFuture<Boolean> ack = Background.call(claim::ack);
+            await().atMost(WAIT).until(() -> proxy.repliesLost() == 1);
+            proxy.cutConnections();
+            proxy.refuseNext(ZooDefs.OpCode.multi, KeeperException.Code.THROTTLEDOP);
+            proxy.refuseConnections(false);
+
+            // The refusal answers the second send: the first landed, and the write slot moved on with it.
+            assertTrue(ack.get(WAIT.toSeconds(), TimeUnit.SECONDS), "the ack removed the item");
+            assertEquals(1, proxy.requestsRefused());
+            assertEquals("second", queue.poll());
+            assertNull(queue.poll(), "the poll before removed the item it returned");
+        } finally {
+            letGo.countDown();
+        }
+        client.close();
+        proxy.close();
         QueueLeaks.assertDrainedAndNoLeaks(zk, path);
     }
 

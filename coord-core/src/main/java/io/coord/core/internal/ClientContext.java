@@ -22,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
@@ -129,6 +130,8 @@ public final class ClientContext {
     private boolean connected;
     private volatile boolean closed;
     private long connectionEpoch;
+    // Connection events as ZooKeeper's event thread delivers them, in order with the answers to requests.
+    private final AtomicLong connectionEvents = new AtomicLong();
     private List<Runnable> onConnected = new ArrayList<>();
     // The session the client was last connected on, 0 if none yet or if it ended: a reconnection on the same one
     // keeps watches and ephemeral nodes, any other is a new session.
@@ -642,13 +645,15 @@ public final class ClientContext {
 
     /**
      * Counts the connection news heard so far. A request answered in the epoch it was sent in was sent once: Curator
-     * sends one again only after a reconnection, and its news of the drop comes first, unless its listener thread lags
-     * a whole reconnection behind.
+     * sends one again only once the drop that lost it has been delivered, and ZooKeeper's event thread delivers that
+     * drop ahead of any answer to the second send. Curator's listener thread, which the rest of the context hears
+     * from, can lag a whole reconnection behind (an application's listener that blocks holds it up): its news only
+     * adds to the count, for a client that has no event listeners to tell it first.
      */
     public long connectionEpoch() {
         stateLock.lock();
         try {
-            return connectionEpoch;
+            return connectionEvents.get() + connectionEpoch;
         } finally {
             stateLock.unlock();
         }
@@ -1236,7 +1241,13 @@ public final class ClientContext {
         }
     }
 
+    /** Curator's events, on ZooKeeper's event thread: the connection's own among them, as the handle delivers them. */
     private void curatorEvent(CuratorFramework c, CuratorEvent event) {
+        if (event.getType() == CuratorEventType.WATCHED
+                && event.getWatchedEvent() != null
+                && event.getWatchedEvent().getType() == Watcher.Event.EventType.None) {
+            connectionEvents.incrementAndGet();
+        }
         if (event.getType() == CuratorEventType.CLOSING) {
             closed();
         }
