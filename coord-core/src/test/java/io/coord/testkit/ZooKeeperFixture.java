@@ -214,6 +214,23 @@ public final class ZooKeeperFixture
     }
 
     /**
+     * An application's connection listener that blocks until the returned latch is counted down: added before the
+     * client starts, it holds Curator's one listener thread from the first news on, and nothing that listens there
+     * hears of a drop, a reconnection or a session's end while it does.
+     */
+    public static CountDownLatch holdUpListenerThread(CuratorFramework client) {
+        CountDownLatch letGo = new CountDownLatch(1);
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            try {
+                letGo.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return letGo;
+    }
+
+    /**
      * A started, connected client through {@code proxy} whose session outlives an outage, and which tries a request
      * twice, each time waiting a second for a connection: where a test needs Curator's retry policy to give up.
      */

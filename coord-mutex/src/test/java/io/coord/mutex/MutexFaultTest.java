@@ -104,16 +104,9 @@ class MutexFaultTest {
     void aHoldIsNotValidOnceItsConnectionDropsOrItsSessionEndsWhileCuratorsListenerThreadIsHeldUp() throws Exception {
         String path = ZooKeeperFixture.uniquePath("listener-thread-held");
         CuratorFramework client = zk.unstartedClient(ZooKeeperFixture::outageProof); // the same session after a restart
-        CountDownLatch letGo = new CountDownLatch(1);
         // An application's listener that blocks holds Curator's one listener thread from the first news on: coord
         // hears none of what follows while it does.
-        client.getConnectionStateListenable().addListener((c, state) -> {
-            try {
-                letGo.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
         client.start();
         Lease held;
         try {

@@ -217,16 +217,9 @@ class ClaimTest {
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         CuratorFramework client =
                 zk.ensemble().unstartedClient(builder -> builder.connectString(proxy.connectString()));
-        CountDownLatch letGo = new CountDownLatch(1);
         // An application's listener that blocks holds Curator's one listener thread from the first news on: the
         // queue, made once connected, hears of no drop or reconnection on it while it does.
-        client.getConnectionStateListenable().addListener((c, state) -> {
-            try {
-                letGo.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
         client.start();
         try {
             assertTrue(client.blockUntilConnected(10, TimeUnit.SECONDS));
