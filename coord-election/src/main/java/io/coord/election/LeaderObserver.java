@@ -429,12 +429,16 @@ public final class LeaderObserver implements AutoCloseable {
 
     private void leaderRead(SequenceNode node, CuratorEvent event) {
         KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+        boolean blindView = false;
         lock.lock();
         try {
             // Only the node the latest children reply named: an older reply's leader may already be gone.
             if (phase != Phase.STARTED || !node.name().equals(leaderNode)) {
                 return;
             }
+            // ZooKeeper withholds the events of a node the client may not read, its deletion too: a view could keep
+            // it as the leader after it is gone. Follow the path with a children watch instead.
+            blindView = rc == KeeperException.Code.NOAUTH && follower != null;
             switch (rc) {
                 case OK -> {
                     byte[] data = event.getData();
@@ -462,6 +466,9 @@ public final class LeaderObserver implements AutoCloseable {
             }
         } finally {
             lock.unlock();
+        }
+        if (blindView) {
+            viewLost();
         }
     }
 

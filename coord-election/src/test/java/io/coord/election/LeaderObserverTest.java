@@ -389,6 +389,35 @@ class LeaderObserverTest {
     }
 
     @Test
+    void aLeaderWhoseNodeTheObserverMayNotReadIsSeenToGoAndTheNextIsReported() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("unreadable-gone");
+        CuratorFramework reader = zk.newClient();
+        reader.create().creatingParentsIfNeeded().forPath(path);
+        CuratorFramework owner = candidateOwner();
+        String hidden = hiddenCandidate(owner, path);
+        String open = reader.create()
+                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "open".getBytes(StandardCharsets.UTF_8));
+        // Both were there before it: a view lists them with its first read, and hears no gap of a withheld create.
+        LeaderObserver observer = new LeaderObserver(reader, path);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        observer.addListener(recorder(seen), Runnable::run);
+        observer.start();
+        await().until(() -> seen.equals(List.of("")));
+
+        // ZooKeeper withholds the deletion of a node the client may not read, from a view's watch too.
+        owner.delete().forPath(hidden);
+        await().until(() -> seen.equals(List.of("", "open")));
+        assertEquals(
+                ZKPaths.getNodeFromPath(open), observer.leader().orElseThrow().nodeName());
+
+        reader.delete().forPath(open);
+        await().until(() -> seen.equals(List.of("", "open", NOBODY)));
+        observer.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void anObserverThatMayNotListThePathReadsItAgainUntilItMay() throws Exception {
         String path = ZooKeeperFixture.uniquePath("unlisted");
         CuratorFramework owner = candidateOwner();
