@@ -24,6 +24,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.ZooDefs;
@@ -206,6 +208,41 @@ class LeaderLatchFaultTest {
         assertEquals(List.of("isLeader", "notLeader", "isLeader"), recorder.events);
         assertSame(term, latch.term().orElseThrow());
         assertSame(term, recorder.terms.get(1));
+        latch.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aLeaderStepsDownOnADropAndOnItsSessionsEndWhileCuratorsListenerThreadIsHeldUp() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("listener-held");
+        CuratorFramework client = zk.unstartedClient(ZooKeeperFixture::outageProof); // the same session after a restart
+        // An application's listener that blocks: Curator's listener thread tells nobody of what follows while it does.
+        CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
+        client.start();
+        LeaderLatch latch = new LeaderLatch(client, path, "only");
+        TermRecorder recorder = new TermRecorder();
+        latch.addListener(recorder, Runnable::run);
+        Lease first;
+        try {
+            latch.start();
+            assertTrue(latch.await(Duration.ofSeconds(10)));
+            first = latch.term().orElseThrow();
+
+            zk.stopServer();
+            await().until(() -> recorder.events.equals(List.of("isLeader", "notLeader")));
+            assertFalse(latch.hasLeadership());
+            zk.restartServer();
+            zk.expireSession(client);
+            assertEquals(LeaseState.LOST, first.ended().get(10, TimeUnit.SECONDS));
+        } finally {
+            letGo.countDown();
+            if (!zk.ensemble().servers().get(0).isRunning()) {
+                zk.restartServer();
+            }
+        }
+        // It queues again on its new session, and leads with a later term.
+        assertTrue(latch.await(Duration.ofSeconds(20)));
+        assertTrue(latch.term().orElseThrow().fencingToken() > first.fencingToken());
         latch.close();
         zk.assertNoLeaks(path);
     }

@@ -609,6 +609,43 @@ class LeaderSelectorTest {
     }
 
     @Test
+    void droppedConnectionInterruptsTheTaskWhileCuratorsListenerThreadIsHeldUp() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("suspect-listener-held");
+        CuratorFramework client = zk.unstartedClient(ZooKeeperFixture::outageProof);
+        // An application's listener that blocks: Curator's listener thread tells nobody of the drop while it does.
+        CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
+        client.start();
+        List<Long> epochs = new CopyOnWriteArrayList<>();
+        CountDownLatch interrupted = new CountDownLatch(1);
+        LeaderSelector selector = new LeaderSelector(client, path, "x", term -> {
+            epochs.add(term.fencingToken());
+            try {
+                leadUntilInterrupted(term);
+            } finally {
+                interrupted.countDown();
+            }
+        });
+        selector.autoRequeue();
+        try {
+            selector.start();
+            await().until(selector::hasLeadership);
+
+            zk.stopServer();
+            assertTrue(interrupted.await(10, TimeUnit.SECONDS));
+            assertFalse(selector.hasLeadership());
+        } finally {
+            letGo.countDown();
+            if (!zk.ensemble().servers().get(0).isRunning()) {
+                zk.restartServer();
+            }
+        }
+        await().atMost(Duration.ofSeconds(20)).until(() -> epochs.size() >= 2 && selector.hasLeadership());
+        assertTrue(epochs.get(1) > epochs.get(0), epochs.toString());
+        selector.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void cancelQueuedWithdrawsTheAttemptUntilRequeueQueuesItAgain() throws Exception {
         String path = ZooKeeperFixture.uniquePath("cancel");
         Semaphore endHolderTerm = new Semaphore(0);

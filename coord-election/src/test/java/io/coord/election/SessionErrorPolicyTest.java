@@ -17,6 +17,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -214,6 +215,40 @@ class SessionErrorPolicyTest {
         }
     }
 
+    @Test
+    void theTaskIsInterruptedOnceTheSessionTimesOutEvenWhileCuratorsListenerThreadIsHeldUp() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("selector-listener-thread-held");
+        AtomicReference<CountDownLatch> letGo = new AtomicReference<>();
+        // An application's listener that blocks holds Curator's listener thread, and with it Curator's own check
+        // that gives the session up once the connection has been down for its timeout.
+        CuratorFramework client = sessionPolicyClient(
+                ZooKeeperFixture.SESSION_TIMEOUT, c -> letGo.set(ZooKeeperFixture.holdUpListenerThread(c)));
+        try {
+            CompletableFuture<Lease> granted = new CompletableFuture<>();
+            CountDownLatch interrupted = new CountDownLatch(1);
+            LeaderSelector selector = leadingUntilInterrupted(client, path, granted::complete, interrupted);
+            selector.start();
+            Lease term = granted.get(10, TimeUnit.SECONDS);
+
+            zk.stopServer(); // SUSPECT, which this policy leads through; LOST once the session's time is up
+            await().until(() -> term.state() == LeaseState.SUSPECT);
+            assertTrue(selector.hasLeadership());
+            await().atMost(Duration.ofSeconds(20)).until(() -> term.state() == LeaseState.LOST);
+            assertTrue(interrupted.await(10, TimeUnit.SECONDS), "the task leads on while its term is LOST");
+            letGo.get().countDown();
+            zk.restartServer();
+            selector.close();
+            await().until(() -> !selector.hasLeadership());
+            zk.assertNoLeaks(path);
+        } finally {
+            letGo.get().countDown();
+            if (!zk.ensemble().servers().get(0).isRunning()) {
+                zk.restartServer();
+            }
+            client.close();
+        }
+    }
+
     /** A started latch, leading alone at {@code path}, whose listener records into {@code heard}. */
     private static LeaderLatch leadingLatch(CuratorFramework client, String path, List<String> heard)
             throws InterruptedException {
@@ -261,6 +296,11 @@ class SessionErrorPolicyTest {
     }
 
     private static CuratorFramework sessionPolicyClient(Duration session) throws InterruptedException {
+        return sessionPolicyClient(session, c -> {});
+    }
+
+    private static CuratorFramework sessionPolicyClient(Duration session, Consumer<CuratorFramework> beforeStart)
+            throws InterruptedException {
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(zk.connectString())
                 .sessionTimeoutMs((int) session.toMillis())
@@ -270,6 +310,7 @@ class SessionErrorPolicyTest {
                 .connectionStateErrorPolicy(new SessionConnectionStateErrorPolicy())
                 .build();
         zk.mode().apply(client);
+        beforeStart.accept(client);
         client.start();
         if (!client.blockUntilConnected(10, TimeUnit.SECONDS)) {
             client.close();

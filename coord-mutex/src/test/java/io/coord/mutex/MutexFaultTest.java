@@ -101,35 +101,38 @@ class MutexFaultTest {
     }
 
     @Test
-    void aHoldIsNotValidOnceItsConnectionDropsOrItsSessionEndsWhileCuratorsListenerThreadIsHeldUp() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("listener-thread-held");
+    void aHolderIsToldOfTheDropAndOfTheSessionsEndWhileCuratorsListenerThreadIsHeldUp() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("listener-thread-told");
         CuratorFramework client = zk.unstartedClient(ZooKeeperFixture::outageProof); // the same session after a restart
-        // An application's listener that blocks holds Curator's one listener thread from the first news on: coord
-        // hears none of what follows while it does.
         CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
         client.start();
+        List<LeaseState> told = new CopyOnWriteArrayList<>();
         Lease held;
         try {
             assertTrue(client.blockUntilConnected(10, TimeUnit.SECONDS));
             held = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
-            assertTrue(held.isValid());
+            held.addStateListener(told::add, Runnable::run);
 
             zk.stopServer();
-            await().until(() -> held.state() == LeaseState.SUSPECT);
+            await().until(() -> told.equals(List.of(LeaseState.SUSPECT)));
             assertFalse(held.isValid());
             zk.restartServer();
-            await().until(held::isValid); // the same session
+            // The same session: HELD again only once a check of the node, which that thread's news sends, vouches.
+            await().until(() -> client.getZookeeperClient().isConnected());
+            assertEquals(LeaseState.SUSPECT, held.state());
             zk.expireSession(client);
-            await().until(() -> held.state() == LeaseState.LOST);
+            await().until(() -> told.equals(List.of(LeaseState.SUSPECT, LeaseState.LOST)));
+            assertEquals(LeaseState.LOST, held.ended().get(10, TimeUnit.SECONDS));
             held.close(); // LOST is final: still LOST
+            assertEquals(LeaseState.LOST, held.state());
         } finally {
             letGo.countDown();
             if (!zk.ensemble().servers().get(0).isRunning()) {
                 zk.restartServer();
             }
         }
-        assertEquals(LeaseState.LOST, held.ended().get(10, TimeUnit.SECONDS));
         zk.assertNoLeaks(path);
+        assertEquals(List.of(LeaseState.SUSPECT, LeaseState.LOST), told, "told once each");
     }
 
     @Test

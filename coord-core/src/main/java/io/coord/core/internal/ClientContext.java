@@ -729,7 +729,9 @@ public final class ClientContext {
             if (closed || ownerSession != sessionId()) {
                 return null;
             }
-            LeaseState state = connected || handleConnected() ? LeaseState.HELD : LeaseState.SUSPECT;
+            // Our news of a connection is stale once the handle lost it: the event thread tells leases of that first.
+            boolean held = (connected && handleHasConnection()) || handleConnected();
+            LeaseState state = held ? LeaseState.HELD : LeaseState.SUSPECT;
             LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, handle, state);
             leases.add(lease);
             nodes.forEach(node -> leasesByNode.put(node, lease));
@@ -1247,10 +1249,74 @@ public final class ClientContext {
                 && event.getWatchedEvent() != null
                 && event.getWatchedEvent().getType() == Watcher.Event.EventType.None) {
             connectionEvents.incrementAndGet();
+            leasesHear(event.getWatchedEvent().getState());
         }
         if (event.getType() == CuratorEventType.CLOSING) {
             closed();
         }
+    }
+
+    /**
+     * A drop or a session's end, told to the leases as ZooKeeper's event thread delivers it. Curator's listener thread
+     * brings the same news later, and can lag a whole outage behind (an application's listener that blocks holds it
+     * up): a holder must not lead on, or a selector's task run on, for want of it. Only the leases move here, which
+     * that news then finds moved; the rest (waiters, views, the session tracked) waits for it.
+     */
+    private void leasesHear(Watcher.Event.KeeperState state) {
+        List<LeaseImpl> lost = List.of();
+        stateLock.lock();
+        try {
+            switch (state) {
+                case Disconnected -> {
+                    leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
+                    giveUpLater(connectionEvents.get(), sessionId());
+                }
+                // Curator has put a handle on a new session in place by now: a lease of any other session is lost.
+                case Expired -> {
+                    long current = sessionId();
+                    lost = lostWithSession(
+                            leases.stream().filter(l -> l.session() != current).toList());
+                }
+                default -> {}
+            }
+        } finally {
+            stateLock.unlock();
+        }
+        lost.forEach(l -> l.nodes().forEach(this::deleteLost));
+    }
+
+    /**
+     * Under stateLock, on a drop: once the connection has stayed down for the session's negotiated timeout, the server
+     * has given the session up, and its leases are lost. Curator's own check of this (it injects the session's expiry)
+     * runs on its listener thread, and waits with it.
+     */
+    private void giveUpLater(long drop, long onSession) {
+        long timeoutMillis = client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs();
+        if (onSession != 0 && timeoutMillis > 0) {
+            Executors.later(() -> givenUp(drop, onSession), Duration.ofMillis(timeoutMillis));
+        }
+    }
+
+    /** Ends the leases of {@code onSession} if no connection came, nor any other news, since the drop. */
+    private void givenUp(long drop, long onSession) {
+        List<LeaseImpl> lost;
+        stateLock.lock();
+        try {
+            if (closed || connectionEvents.get() != drop) {
+                return;
+            }
+            lost = lostWithSession(
+                    leases.stream().filter(l -> l.session() == onSession).toList());
+        } finally {
+            stateLock.unlock();
+        }
+        if (!lost.isEmpty()) {
+            log.info(
+                    "the connection stayed down for the session's timeout: {} of session 0x{} lost",
+                    lost,
+                    Long.toHexString(onSession));
+        }
+        lost.forEach(l -> l.nodes().forEach(this::deleteLost));
     }
 
     /** The client is closed: its session is closed with it, which deletes every ephemeral node. */
