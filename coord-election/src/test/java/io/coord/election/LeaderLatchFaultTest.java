@@ -232,6 +232,9 @@ class LeaderLatchFaultTest {
             await().until(() -> recorder.events.equals(List.of("isLeader", "notLeader")));
             assertFalse(latch.hasLeadership());
             zk.restartServer();
+            // The same session: the same term leads again once its node is found still this session's.
+            assertTrue(latch.await(Duration.ofSeconds(20)));
+            assertSame(first, latch.term().orElseThrow());
             zk.expireSession(client);
             assertEquals(LeaseState.LOST, first.ended().get(10, TimeUnit.SECONDS));
         } finally {

@@ -391,27 +391,22 @@ class LeaderObserverTest {
     @Test
     void aLeaderWhoseNodeTheObserverMayNotReadIsSeenToGoAndTheNextIsReported() throws Exception {
         String path = ZooKeeperFixture.uniquePath("unreadable-gone");
-        CuratorFramework reader = zk.newClient();
-        reader.create().creatingParentsIfNeeded().forPath(path);
-        CuratorFramework owner = candidateOwner();
-        String hidden = hiddenCandidate(owner, path);
-        String open = reader.create()
-                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
-                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "open".getBytes(StandardCharsets.UTF_8));
+        HiddenThenOpen candidates = hiddenThenOpen(path);
         // Both were there before it: a view lists them with its first read, and hears no gap of a withheld create.
-        LeaderObserver observer = new LeaderObserver(reader, path);
+        LeaderObserver observer = new LeaderObserver(candidates.reader(), path);
         List<String> seen = new CopyOnWriteArrayList<>();
         observer.addListener(recorder(seen), Runnable::run);
         observer.start();
         await().until(() -> seen.equals(List.of("")));
 
         // ZooKeeper withholds the deletion of a node the client may not read, from a view's watch too.
-        owner.delete().forPath(hidden);
+        candidates.owner().delete().forPath(candidates.hidden());
         await().until(() -> seen.equals(List.of("", "open")));
         assertEquals(
-                ZKPaths.getNodeFromPath(open), observer.leader().orElseThrow().nodeName());
+                ZKPaths.getNodeFromPath(candidates.open()),
+                observer.leader().orElseThrow().nodeName());
 
-        reader.delete().forPath(open);
+        candidates.reader().delete().forPath(candidates.open());
         await().until(() -> seen.equals(List.of("", "open", NOBODY)));
         observer.close();
         zk.assertNoLeaks(path);
@@ -452,14 +447,10 @@ class LeaderObserverTest {
     @Test
     void aCandidateWhoseNodeTheClientMayNotReadIsStillListedInItsPlace() throws Exception {
         String path = ZooKeeperFixture.uniquePath("unreadable-listed");
-        CuratorFramework reader = zk.newClient();
-        reader.create().creatingParentsIfNeeded().forPath(path);
-        CuratorFramework owner = candidateOwner();
-        String hidden = hiddenCandidate(owner, path);
-        String open = reader.create()
-                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
-                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "open".getBytes(StandardCharsets.UTF_8));
-        LeaderLatch latch = new LeaderLatch(reader, path, "never-started");
+        HiddenThenOpen candidates = hiddenThenOpen(path);
+        String hidden = candidates.hidden();
+        String open = candidates.open();
+        LeaderLatch latch = new LeaderLatch(candidates.reader(), path, "never-started");
 
         List<Participant> listed = latch.participants();
         assertEquals(
@@ -469,14 +460,28 @@ class LeaderObserverTest {
         assertEquals(
                 ZKPaths.getNodeFromPath(hidden), latch.leader().orElseThrow().nodeName(), "the leader is first");
 
-        owner.delete().forPath(hidden);
-        reader.delete().forPath(open);
+        candidates.owner().delete().forPath(hidden);
+        candidates.reader().delete().forPath(open);
         latch.close();
         zk.assertNoLeaks(path);
     }
 
     private static CuratorFramework candidateOwner() throws InterruptedException {
         return zk.newCustomClient(b -> b.authorization("digest", "owner:secret".getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** Two candidates at an open path: first one only {@code owner} may read, then one {@code reader} made. */
+    private record HiddenThenOpen(CuratorFramework reader, CuratorFramework owner, String hidden, String open) {}
+
+    private static HiddenThenOpen hiddenThenOpen(String path) throws Exception {
+        CuratorFramework reader = zk.newClient();
+        reader.create().creatingParentsIfNeeded().forPath(path);
+        CuratorFramework owner = candidateOwner();
+        String hidden = hiddenCandidate(owner, path);
+        String open = reader.create()
+                .withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
+                .forPath(path + "/_c_" + UUID.randomUUID() + "-latch-", "open".getBytes(StandardCharsets.UTF_8));
+        return new HiddenThenOpen(reader, owner, hidden, open);
     }
 
     /** A candidate only its creator may read, as a latch of a client whose ACL provider says so makes it. */

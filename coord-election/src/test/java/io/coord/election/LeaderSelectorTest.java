@@ -583,38 +583,25 @@ class LeaderSelectorTest {
 
     @Test
     void droppedConnectionInterruptsTheTaskAndTheSelectorLeadsAgainAfterReconnect() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("suspect");
-        List<Long> epochs = new CopyOnWriteArrayList<>();
-        CountDownLatch interrupted = new CountDownLatch(1);
-        LeaderSelector selector = new LeaderSelector(zk.newClient(), path, "x", term -> {
-            epochs.add(term.fencingToken());
-            try {
-                leadUntilInterrupted(term);
-            } finally {
-                interrupted.countDown();
-            }
-        });
-        selector.autoRequeue();
-        selector.start();
-        await().until(selector::hasLeadership);
-
-        zk.stopServer();
-        assertTrue(interrupted.await(10, TimeUnit.SECONDS));
-        assertFalse(selector.hasLeadership());
-        zk.restartServer();
-        await().atMost(Duration.ofSeconds(20)).until(() -> epochs.size() == 2 && selector.hasLeadership());
-        assertTrue(epochs.get(1) > epochs.get(0), epochs.toString());
-        selector.close();
-        zk.assertNoLeaks(path);
+        interruptedByADropAndLeadingAgainOnceBack(zk.newClient(), new CountDownLatch(0), "suspect");
     }
 
     @Test
     void droppedConnectionInterruptsTheTaskWhileCuratorsListenerThreadIsHeldUp() throws Exception {
-        String path = ZooKeeperFixture.uniquePath("suspect-listener-held");
         CuratorFramework client = zk.unstartedClient(ZooKeeperFixture::outageProof);
         // An application's listener that blocks: Curator's listener thread tells nobody of the drop while it does.
         CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
         client.start();
+        interruptedByADropAndLeadingAgainOnceBack(client, letGo, "suspect-listener-held");
+    }
+
+    /**
+     * A requeueing selector on {@code client} leads until interrupted: the server's stop interrupts its task, and once
+     * the server is back and {@code letGo} counted down, it leads again with a later term.
+     */
+    private static void interruptedByADropAndLeadingAgainOnceBack(
+            CuratorFramework client, CountDownLatch letGo, String name) throws Exception {
+        String path = ZooKeeperFixture.uniquePath(name);
         List<Long> epochs = new CopyOnWriteArrayList<>();
         CountDownLatch interrupted = new CountDownLatch(1);
         LeaderSelector selector = new LeaderSelector(client, path, "x", term -> {

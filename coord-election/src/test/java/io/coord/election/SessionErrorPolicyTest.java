@@ -135,11 +135,10 @@ class SessionErrorPolicyTest {
         String path = ZooKeeperFixture.uniquePath("selector-lost");
         CuratorFramework client = sessionPolicyClient();
         try {
-            CompletableFuture<Lease> granted = new CompletableFuture<>();
-            CountDownLatch interrupted = new CountDownLatch(1);
-            LeaderSelector selector = leadingUntilInterrupted(client, path, granted::complete, interrupted);
-            selector.start();
-            Lease term = granted.get(10, TimeUnit.SECONDS);
+            Leading leading = leadingSelector(client, path);
+            LeaderSelector selector = leading.selector();
+            Lease term = leading.term();
+            CountDownLatch interrupted = leading.interrupted();
 
             zk.expireSession(client);
             assertTrue(interrupted.await(20, TimeUnit.SECONDS));
@@ -224,11 +223,10 @@ class SessionErrorPolicyTest {
         CuratorFramework client = sessionPolicyClient(
                 ZooKeeperFixture.SESSION_TIMEOUT, c -> letGo.set(ZooKeeperFixture.holdUpListenerThread(c)));
         try {
-            CompletableFuture<Lease> granted = new CompletableFuture<>();
-            CountDownLatch interrupted = new CountDownLatch(1);
-            LeaderSelector selector = leadingUntilInterrupted(client, path, granted::complete, interrupted);
-            selector.start();
-            Lease term = granted.get(10, TimeUnit.SECONDS);
+            Leading leading = leadingSelector(client, path);
+            LeaderSelector selector = leading.selector();
+            Lease term = leading.term();
+            CountDownLatch interrupted = leading.interrupted();
 
             zk.stopServer(); // SUSPECT, which this policy leads through; LOST once the session's time is up
             await().until(() -> term.state() == LeaseState.SUSPECT);
@@ -317,6 +315,17 @@ class SessionErrorPolicyTest {
             throw new IllegalStateException("could not connect to " + zk.connectString());
         }
         return client;
+    }
+
+    /** A started selector's first term, and what its task counts down once interrupted. */
+    private record Leading(LeaderSelector selector, Lease term, CountDownLatch interrupted) {}
+
+    private static Leading leadingSelector(CuratorFramework client, String path) throws Exception {
+        CompletableFuture<Lease> granted = new CompletableFuture<>();
+        CountDownLatch interrupted = new CountDownLatch(1);
+        LeaderSelector selector = leadingUntilInterrupted(client, path, granted::complete, interrupted);
+        selector.start();
+        return new Leading(selector, granted.get(10, TimeUnit.SECONDS), interrupted);
     }
 
     /** A selector whose task hands each term to {@code granted}, leads until interrupted, then counts down. */

@@ -137,7 +137,8 @@ public final class ClientContext {
     // keeps watches and ephemeral nodes, any other is a new session.
     private long session;
     // A client with no CuratorListenable hears of its close only through watches and requests: while it has work
-    // waiting for a connection, and so neither, the clock looks instead. Guarded by stateLock.
+    // waiting for a connection, and so neither, the clock looks instead. Its leases follow Curator's listener thread,
+    // having no news from the event thread. Guarded by stateLock.
     private boolean facade;
     private boolean lookingForClose;
 
@@ -730,7 +731,8 @@ public final class ClientContext {
                 return null;
             }
             // Our news of a connection is stale once the handle lost it: the event thread tells leases of that first.
-            boolean held = (connected && handleHasConnection()) || handleConnected();
+            boolean held = handleConnected()
+                    || (connected && handleHasConnection() && handleState() != ZooKeeper.States.CONNECTEDREADONLY);
             LeaseState state = held ? LeaseState.HELD : LeaseState.SUSPECT;
             LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, handle, state);
             leases.add(lease);
@@ -1074,14 +1076,18 @@ public final class ClientContext {
                                 leases.stream().filter(l -> l.session() != now).toList());
                     }
                     // Not state(): a close noticed there would fail attempts under this lock, which grants take
-                    // after their own.
-                    toConfirm = leases.stream()
-                            .filter(l -> l.current() == LeaseState.SUSPECT)
-                            .toList();
+                    // after their own. A client with event listeners confirmed them on its event thread already.
+                    toConfirm = facade
+                            ? leases.stream()
+                                    .filter(l -> l.current() == LeaseState.SUSPECT)
+                                    .toList()
+                            : List.of();
                 }
                 case SUSPENDED, READ_ONLY -> {
                     connected = false;
-                    leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
+                    if (facade) { // otherwise the event thread told them, and may have seen the next connection since
+                        leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
+                    }
                 }
                 case LOST -> {
                     // LOST can arrive after the next session is up: leases granted on that one are not lost. The
@@ -1214,8 +1220,10 @@ public final class ClientContext {
         boolean current;
         stateLock.lock();
         try {
-            // The connection moved on if the epoch did; the next RECONNECTED confirms again.
-            current = epoch == connectionEpoch;
+            // The connection moved on if the news did, or is read-only now: the next connection confirms again. The
+            // event thread delivers an answer before the news of the drop that follows it.
+            current = epoch == (facade ? connectionEpoch : connectionEvents.get())
+                    && (verdict != NodeCheck.OURS || handleConnected());
             if (current) {
                 switch (verdict) {
                     case OURS -> lease.moveTo(LeaseState.HELD);
@@ -1257,25 +1265,39 @@ public final class ClientContext {
     }
 
     /**
-     * A drop or a session's end, told to the leases as ZooKeeper's event thread delivers it. Curator's listener thread
-     * brings the same news later, and can lag a whole outage behind (an application's listener that blocks holds it
-     * up): a holder must not lead on, or a selector's task run on, for want of it. Only the leases move here, which
-     * that news then finds moved; the rest (waiters, views, the session tracked) waits for it.
+     * The connection's news as ZooKeeper's event thread delivers it, which moves the leases: SUSPECT on a drop (and on a
+     * read-only connection, which takes no writes), HELD again once a check on the next connection finds their nodes
+     * still this session's, LOST with an expired session. Curator's listener thread brings the same news later, and
+     * can lag a whole outage behind (an application's listener that blocks holds it up): a holder must not lead on,
+     * or a selector's task run on, for want of it, nor wait for it to lead again. That thread moves leases only for a
+     * client with no event listeners; the rest (waiters, views, the session tracked) still waits for it.
      */
     private void leasesHear(Watcher.Event.KeeperState state) {
+        long news = connectionEvents.get();
         List<LeaseImpl> lost = List.of();
+        List<LeaseImpl> toConfirm = List.of();
         stateLock.lock();
         try {
             switch (state) {
                 case Disconnected -> {
                     leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
-                    giveUpLater(connectionEvents.get(), sessionId());
+                    leases.stream().map(LeaseImpl::session).distinct().forEach(s -> giveUpLater(news, s));
                 }
-                // Curator has put a handle on a new session in place by now: a lease of any other session is lost.
-                case Expired -> {
+                case ConnectedReadOnly -> leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
+                case SyncConnected -> {
                     long current = sessionId();
-                    lost = lostWithSession(
-                            leases.stream().filter(l -> l.session() != current).toList());
+                    toConfirm = leases.stream()
+                            .filter(l -> l.current() == LeaseState.SUSPECT && l.session() == current)
+                            .toList();
+                }
+                // Curator has put a handle on a new session in place by now: a lease of an older handle is lost, as
+                // is one of another session than the new handle's, once that one is known.
+                case Expired -> {
+                    long handle = handleIndex();
+                    long current = sessionId();
+                    lost = lostWithSession(leases.stream()
+                            .filter(l -> l.handle() < handle || (current != 0 && l.session() != current))
+                            .toList());
                 }
                 default -> {}
             }
@@ -1283,6 +1305,7 @@ public final class ClientContext {
             stateLock.unlock();
         }
         lost.forEach(l -> l.nodes().forEach(this::deleteLost));
+        confirmAll(toConfirm, news);
     }
 
     /**
@@ -1292,13 +1315,20 @@ public final class ClientContext {
      */
     private void giveUpLater(long drop, long onSession) {
         long timeoutMillis = client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs();
-        if (onSession != 0 && timeoutMillis > 0) {
+        if (timeoutMillis > 0) {
             Executors.later(() -> givenUp(drop, onSession), Duration.ofMillis(timeoutMillis));
         }
     }
 
-    /** Ends the leases of {@code onSession} if no connection came, nor any other news, since the drop. */
+    /**
+     * Ends the leases of {@code onSession} if the connection is still down: no news since the drop, and none on its
+     * way (the handle connects before its event thread tells of it, which a slow callback can hold up).
+     */
     private void givenUp(long drop, long onSession) {
+        ZooKeeper.States handle = handleState();
+        if (handle == ZooKeeper.States.CONNECTED || handle == ZooKeeper.States.CONNECTEDREADONLY) {
+            return;
+        }
         List<LeaseImpl> lost;
         stateLock.lock();
         try {

@@ -76,8 +76,8 @@ final class LeaseImpl implements Lease {
 
     /**
      * The state, or what the news on its way will make it: LOST once the client is closed or its handle is on a
-     * newer session, SUSPECT once the handle's connection dropped. The news comes on Curator's one listener thread,
-     * which any listener of the application can hold up; the handle is kept on ZooKeeper's event thread.
+     * newer session, SUSPECT once the handle's connection dropped. The handle is kept current by ZooKeeper's client
+     * before its event thread, which a slow callback can hold up, delivers the news that moves the lease.
      */
     @Override
     public LeaseState state() {
@@ -231,6 +231,11 @@ final class LeaseImpl implements Lease {
 
     long session() {
         return session;
+    }
+
+    /** The index of the client's handle it was granted on (see {@link ClientContext#handleIndex}). */
+    long handle() {
+        return handle;
     }
 
     ClientContext context() {
