@@ -1255,7 +1255,9 @@ public final class ClientContext {
     private void curatorEvent(CuratorFramework c, CuratorEvent event) {
         if (event.getType() == CuratorEventType.WATCHED
                 && event.getWatchedEvent() != null
-                && event.getWatchedEvent().getType() == Watcher.Event.EventType.None) {
+                && event.getWatchedEvent().getType() == Watcher.Event.EventType.None
+                // Not a change of connection: with SASL it follows SyncConnected, ahead of any answer on that one.
+                && event.getWatchedEvent().getState() != Watcher.Event.KeeperState.SaslAuthenticated) {
             connectionEvents.incrementAndGet();
             leasesHear(event.getWatchedEvent().getState());
         }
