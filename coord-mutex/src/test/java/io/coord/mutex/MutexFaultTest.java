@@ -31,6 +31,7 @@ import org.apache.curator.RetryLoop;
 import org.apache.curator.drivers.AdvancedTracerDriver;
 import org.apache.curator.drivers.EventTrace;
 import org.apache.curator.drivers.OperationTrace;
+import org.apache.curator.ensemble.fixed.FixedEnsembleProvider;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.listen.ListenerManager;
 import org.apache.curator.framework.listen.StandardListenerManager;
@@ -135,6 +136,40 @@ class MutexFaultTest {
         assertEquals(List.of(LeaseState.SUSPECT, LeaseState.HELD), told.subList(0, 2));
         assertEquals(LeaseState.LOST, told.get(told.size() - 1), "LOST is final, and told once: " + told);
         assertEquals(told.indexOf(LeaseState.LOST), told.size() - 1, told.toString());
+    }
+
+    @Test
+    void aHolderIsToldItsSessionEndedWhenCuratorReplacesTheHandleForANewConnectionString() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("new-connection-string");
+        // A new handle, not an update of the old one's server list: a new session, with no expiry to tell of it.
+        FixedEnsembleProvider servers = new FixedEnsembleProvider(zk.connectString(), false);
+        CuratorFramework client = zk.unstartedClient(b -> b.ensembleProvider(servers));
+        CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
+        client.start();
+        List<LeaseState> told = new CopyOnWriteArrayList<>();
+        Lease held;
+        try {
+            assertTrue(client.blockUntilConnected(10, TimeUnit.SECONDS));
+            held = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
+            held.addStateListener(told::add, Runnable::run);
+            servers.setConnectionString(zk.connectString() + "," + zk.connectString());
+
+            zk.stopServer(); // Curator replaces the handle on the drop's news
+            await().until(() -> !told.isEmpty());
+            zk.restartServer();
+            await().until(() -> told.contains(LeaseState.LOST)); // stayed SUSPECT on the next session before
+            // The old session outlives its handle on the server; the new one deletes what the old one held.
+            await().until(() -> client.checkExists().forPath(held.path()) == null);
+        } finally {
+            letGo.countDown();
+            if (!zk.ensemble().servers().get(0).isRunning()) {
+                zk.restartServer();
+            }
+        }
+        assertEquals(LeaseState.LOST, held.state());
+        assertEquals(LeaseState.LOST, told.get(told.size() - 1), "LOST is final, and told once: " + told);
+        assertEquals(told.indexOf(LeaseState.LOST), told.size() - 1, told.toString());
+        zk.assertNoLeaks(path);
     }
 
     @Test

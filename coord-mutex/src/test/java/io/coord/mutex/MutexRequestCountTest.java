@@ -13,6 +13,7 @@ import io.coord.testkit.ZooKeeperProxy;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
@@ -30,6 +31,7 @@ class MutexRequestCountTest {
     private static final String READ = "GetChildrenBuilderImpl";
     private static final String ADD_WATCH = "AddWatchBuilderImpl";
     private static final String SYNC = "SyncBuilderImpl";
+    private static final String EXISTS = "ExistsBuilderImpl";
 
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
@@ -311,6 +313,28 @@ class MutexRequestCountTest {
         zk.assertNoLeaks(path);
     }
 
+    @Test
+    void aHeldLeaseWhoseSyncFailsOnReconnectionIsCheckedOnlyBehindOneThatIsAnswered() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("count-confirm-sync-failed");
+        FaultyHandle faults = new FaultyHandle();
+        CuratorFramework client = faults.client(zk);
+        RequestCounter counter = new RequestCounter();
+        Lease held = holdOnAPrimedView(client, path, counter);
+        List<LeaseState> told = new CopyOnWriteArrayList<>();
+        held.addStateListener(told::add, Runnable::run);
+
+        faults.failNextSyncOf(held.path());
+        faults.dropConnection();
+        await().until(() -> told.equals(List.of(LeaseState.SUSPECT, LeaseState.HELD)));
+        assertTrue(faults.syncFailed());
+        // A check sent behind a refused sync could read a server that lags behind a deletion of the node.
+        assertEquals(List.of(SYNC, SYNC, EXISTS), requestsOn(counter, held.path()));
+
+        held.close();
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
     /**
      * Primes {@code client}'s view of {@code path}, kept for a minute, and holds the mutex there; {@code counter}
      * counts the client's requests from then on.
@@ -330,6 +354,11 @@ class MutexRequestCountTest {
 
     /** The kinds of the requests on {@code path} itself, not on nodes under it: the view's, not a lease's. */
     private static List<String> viewRequests(RequestCounter counter, String path) {
+        return requestsOn(counter, path);
+    }
+
+    /** The kinds of the requests on {@code path} itself, in the order sent. */
+    private static List<String> requestsOn(RequestCounter counter, String path) {
         return counter.names(path).stream()
                 .filter(name -> name.endsWith(" " + path))
                 .map(name -> name.substring(0, name.indexOf('-')))

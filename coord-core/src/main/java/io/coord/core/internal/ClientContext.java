@@ -132,6 +132,10 @@ public final class ClientContext {
     private long connectionEpoch;
     // Connection events as ZooKeeper's event thread delivers them, in order with the answers to requests.
     private final AtomicLong connectionEvents = new AtomicLong();
+    // Guarded by stateLock: the count of those events when the handle last lost a connection that takes writes, or
+    // WRITABLE while it has one. A read-only connection does not stop the count, as it does not keep the session.
+    private long writesLostAt = WRITABLE;
+    private static final long WRITABLE = -1;
     private List<Runnable> onConnected = new ArrayList<>();
     // The session the client was last connected on, 0 if none yet or if it ended: a reconnection on the same one
     // keeps watches and ephemeral nodes, any other is a new session.
@@ -704,8 +708,14 @@ public final class ClientContext {
 
     /** What the handle says of its connection; null with no handle, or while Curator holds a background error. */
     private ZooKeeper.States handleState() {
+        ZooKeeper handle = handle();
+        return handle == null ? null : handle.getState();
+    }
+
+    /** The client's handle; null with none, or while Curator holds a background error. */
+    private ZooKeeper handle() {
         try {
-            return client.getZookeeperClient().getZooKeeper().getState();
+            return client.getZookeeperClient().getZooKeeper();
         } catch (Exception e) {
             return null;
         }
@@ -809,11 +819,8 @@ public final class ClientContext {
 
     /** The current ZooKeeper session id, or 0 when there is no handle. */
     public long sessionId() {
-        try {
-            return client.getZookeeperClient().getZooKeeper().getSessionId();
-        } catch (Exception e) {
-            return 0;
-        }
+        ZooKeeper handle = handle();
+        return handle == null ? 0 : handle.getSessionId();
     }
 
     /**
@@ -822,16 +829,11 @@ public final class ClientContext {
      * without waiting for the old one's event thread, which a watcher may hold up, to deliver its close.
      */
     public boolean endIsOfAnOlderHandle() {
-        long current;
-        try {
-            ZooKeeper handle = client.getZookeeperClient().getZooKeeper();
-            if (!handle.getState().isAlive()) {
-                return false;
-            }
-            current = handle.getSessionId();
-        } catch (Exception e) {
-            return false; // no handle, or Curator holds a background error for it
+        ZooKeeper handle = handle();
+        if (handle == null || !handle.getState().isAlive()) {
+            return false;
         }
+        long current = handle.getSessionId();
         stateLock.lock();
         try {
             return current != 0 && session == current;
@@ -1162,18 +1164,25 @@ public final class ClientContext {
     /**
      * After a reconnect, a SUSPECT lease is HELD again only if its znode still belongs to this session. The server the
      * client reconnected to may lag behind the leader, and still list a znode deleted meanwhile (a forced revocation):
-     * one sync first, which the reads sent behind it on this session wait for, makes them as fresh as the leader.
+     * one sync first, and the reads once it is answered, makes them as fresh as the leader. A refused sync asks again.
      */
     private void confirmAll(List<LeaseImpl> leases, long epoch) {
         if (leases.isEmpty()) {
             return;
         }
         try {
-            client.sync().inBackground((c, event) -> {}).forPath(leases.get(0).path());
+            client.sync()
+                    .inBackground((c, event) -> leases.forEach(lease -> {
+                        if (event.getResultCode() == KeeperException.Code.OK.intValue()) {
+                            confirm(lease, epoch);
+                        } else {
+                            confirmed(lease, epoch, NodeCheck.ASK_AGAIN);
+                        }
+                    }))
+                    .forPath(leases.get(0).path());
         } catch (Exception e) {
             log.debug("could not sync before confirming {}", leases.get(0).path(), e);
         }
-        leases.forEach(lease -> confirm(lease, epoch));
     }
 
     /** What a check of one of a lease's nodes found. In order: the verdict on the lease is its worst node's. */
@@ -1209,8 +1218,13 @@ public final class ClientContext {
     private NodeCheck check(LeaseImpl lease, CuratorEvent event) {
         KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
         if (rc == KeeperException.Code.OK) {
-            boolean ours = event.getStat() != null && event.getStat().getEphemeralOwner() == lease.session();
-            return ours && lease.session() == sessionId() ? NodeCheck.OURS : NodeCheck.GONE;
+            if (event.getStat() == null || event.getStat().getEphemeralOwner() != lease.session()) {
+                return NodeCheck.GONE;
+            }
+            // The node outlives its session for a while: ours only if the handle still is on that session. A handle
+            // that cannot say (Curator handed its background error to this call instead) is asked again.
+            long current = sessionId();
+            return current == lease.session() ? NodeCheck.OURS : current == 0 ? NodeCheck.ASK_AGAIN : NodeCheck.GONE;
         }
         return rc == KeeperException.Code.NONODE ? NodeCheck.GONE : NodeCheck.ASK_AGAIN;
     }
@@ -1269,51 +1283,63 @@ public final class ClientContext {
     /**
      * The connection's news as ZooKeeper's event thread delivers it, which moves the leases: SUSPECT on a drop (and on a
      * read-only connection, which takes no writes), HELD again once a check on the next connection finds their nodes
-     * still this session's, LOST with an expired session. Curator's listener thread brings the same news later, and
+     * still this session's, LOST with an ended session. Curator's listener thread brings the same news later, and
      * can lag a whole outage behind (an application's listener that blocks holds it up): a holder must not lead on,
      * or a selector's task run on, for want of it, nor wait for it to lead again. That thread moves leases only for a
      * client with no event listeners; the rest (waiters, views, the session tracked) still waits for it.
      */
     private void leasesHear(Watcher.Event.KeeperState state) {
         long news = connectionEvents.get();
-        List<LeaseImpl> lost = List.of();
+        // Curator puts a new handle in place before its watchers hear the news that made it: on an expiry, and on a
+        // change of the connection string, which tells of no expiry at all. An older handle's session is over.
+        long handle = handleIndex();
+        List<LeaseImpl> ended = new ArrayList<>();
         List<LeaseImpl> toConfirm = List.of();
         stateLock.lock();
         try {
+            leases.stream().filter(l -> l.handle() < handle).forEach(ended::add);
             switch (state) {
-                case Disconnected -> {
+                case Disconnected, ConnectedReadOnly -> {
                     leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
-                    leases.stream().map(LeaseImpl::session).distinct().forEach(s -> giveUpLater(news, s));
+                    if (writesLostAt == WRITABLE) {
+                        writesLostAt = news;
+                        leases.stream().map(LeaseImpl::session).distinct().forEach(s -> giveUpLater(news, s));
+                    }
                 }
-                case ConnectedReadOnly -> leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
                 case SyncConnected -> {
+                    writesLostAt = WRITABLE;
                     long current = sessionId();
+                    // A session never comes back: a lease of another one than the handle connected on is over.
+                    leases.stream()
+                            .filter(l -> current != 0 && l.session() != current)
+                            .forEach(ended::add);
                     toConfirm = leases.stream()
                             .filter(l -> l.current() == LeaseState.SUSPECT && l.session() == current)
                             .toList();
                 }
-                // Curator has put a handle on a new session in place by now: a lease of an older handle is lost, as
-                // is one of another session than the new handle's, once that one is known.
+                // Every lease but one of the next session, if that one is up already (this news may come late).
                 case Expired -> {
-                    long handle = handleIndex();
+                    writesLostAt = WRITABLE;
                     long current = sessionId();
-                    lost = lostWithSession(leases.stream()
-                            .filter(l -> l.handle() < handle || (current != 0 && l.session() != current))
-                            .toList());
+                    leases.stream()
+                            .filter(l -> current == 0 || l.session() != current)
+                            .forEach(ended::add);
                 }
                 default -> {}
             }
         } finally {
             stateLock.unlock();
         }
+        List<LeaseImpl> lost = lostWithSession(ended.stream().distinct().toList());
         lost.forEach(l -> l.nodes().forEach(this::deleteLost));
         confirmAll(toConfirm, news);
     }
 
     /**
-     * Under stateLock, on a drop: once the connection has stayed down for the session's negotiated timeout, the server
-     * has given the session up, and its leases are lost. Curator's own check of this (it injects the session's expiry)
-     * runs on its listener thread, and waits with it.
+     * Under stateLock, when the connection stops taking writes: once that has lasted the session's negotiated timeout,
+     * the quorum has given the session up, and its leases are lost. A read-only server keeps no session for the
+     * quorum. Curator's own check of a drop (it injects the session's expiry) runs on its listener thread, waits with
+     * it, and stops counting on a read-only connection.
      */
     private void giveUpLater(long drop, long onSession) {
         long timeoutMillis = client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs();
@@ -1323,18 +1349,18 @@ public final class ClientContext {
     }
 
     /**
-     * Ends the leases of {@code onSession} if the connection is still down: no news since the drop, and none on its
-     * way (the handle connects before its event thread tells of it, which a slow callback can hold up).
+     * Ends the leases of {@code onSession} if the connection has taken no writes since the drop, and none is on its way
+     * (the handle connects before its event thread tells of it, which a slow callback can hold up).
      */
     private void givenUp(long drop, long onSession) {
-        ZooKeeper.States handle = handleState();
-        if (handle == ZooKeeper.States.CONNECTED || handle == ZooKeeper.States.CONNECTEDREADONLY) {
-            return;
-        }
         List<LeaseImpl> lost;
         stateLock.lock();
         try {
-            if (closed || connectionEvents.get() != drop) {
+            ZooKeeper handle = handle();
+            boolean back = handle != null
+                    && handle.getState() == ZooKeeper.States.CONNECTED
+                    && handle.getSessionId() == onSession;
+            if (closed || writesLostAt != drop || back) {
                 return;
             }
             lost = lostWithSession(
@@ -1344,7 +1370,7 @@ public final class ClientContext {
         }
         if (!lost.isEmpty()) {
             log.info(
-                    "the connection stayed down for the session's timeout: {} of session 0x{} lost",
+                    "the connection took no writes for the session's timeout: {} of session 0x{} lost",
                     lost,
                     Long.toHexString(onSession));
         }
