@@ -27,12 +27,14 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import org.apache.curator.RetryLoop;
 import org.apache.curator.drivers.AdvancedTracerDriver;
 import org.apache.curator.drivers.EventTrace;
 import org.apache.curator.drivers.OperationTrace;
 import org.apache.curator.ensemble.fixed.FixedEnsembleProvider;
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.listen.ListenerManager;
 import org.apache.curator.framework.listen.StandardListenerManager;
 import org.apache.curator.framework.state.ConnectionState;
@@ -104,16 +106,10 @@ class MutexFaultTest {
     @Test
     void aHolderIsToldOfTheDropAndOfTheSessionsEndWhileCuratorsListenerThreadIsHeldUp() throws Exception {
         String path = ZooKeeperFixture.uniquePath("listener-thread-told");
-        CuratorFramework client = zk.unstartedClient(ZooKeeperFixture::outageProof); // the same session after a restart
-        CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
-        client.start();
-        List<LeaseState> told = new CopyOnWriteArrayList<>();
-        Lease held;
+        HeldUp holder = holdWithTheListenerThreadHeldUp(path, ZooKeeperFixture::outageProof); // outlives a restart
+        Lease held = holder.lease();
+        List<LeaseState> told = holder.told();
         try {
-            assertTrue(client.blockUntilConnected(10, TimeUnit.SECONDS));
-            held = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
-            held.addStateListener(told::add, Runnable::run);
-
             zk.stopServer();
             await().until(() -> told.equals(List.of(LeaseState.SUSPECT)));
             assertFalse(held.isValid());
@@ -121,21 +117,17 @@ class MutexFaultTest {
             // The same session: HELD again once a check of the node on the new connection vouches for it.
             await().until(() -> told.equals(List.of(LeaseState.SUSPECT, LeaseState.HELD)));
             assertTrue(held.isValid());
-            zk.expireSession(client); // a drop may come first
+            zk.expireSession(holder.client()); // a drop may come first
             await().until(() -> told.contains(LeaseState.LOST));
             assertEquals(LeaseState.LOST, held.ended().get(10, TimeUnit.SECONDS));
             held.close(); // LOST is final: still LOST
             assertEquals(LeaseState.LOST, held.state());
         } finally {
-            letGo.countDown();
-            if (!zk.ensemble().servers().get(0).isRunning()) {
-                zk.restartServer();
-            }
+            letGo(holder);
         }
         zk.assertNoLeaks(path);
         assertEquals(List.of(LeaseState.SUSPECT, LeaseState.HELD), told.subList(0, 2));
-        assertEquals(LeaseState.LOST, told.get(told.size() - 1), "LOST is final, and told once: " + told);
-        assertEquals(told.indexOf(LeaseState.LOST), told.size() - 1, told.toString());
+        assertLostOnceAndLast(told);
     }
 
     @Test
@@ -143,33 +135,56 @@ class MutexFaultTest {
         String path = ZooKeeperFixture.uniquePath("new-connection-string");
         // A new handle, not an update of the old one's server list: a new session, with no expiry to tell of it.
         FixedEnsembleProvider servers = new FixedEnsembleProvider(zk.connectString(), false);
-        CuratorFramework client = zk.unstartedClient(b -> b.ensembleProvider(servers));
-        CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
-        client.start();
-        List<LeaseState> told = new CopyOnWriteArrayList<>();
-        Lease held;
+        HeldUp holder = holdWithTheListenerThreadHeldUp(path, b -> b.ensembleProvider(servers));
+        Lease held = holder.lease();
+        List<LeaseState> told = holder.told();
         try {
-            assertTrue(client.blockUntilConnected(10, TimeUnit.SECONDS));
-            held = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
-            held.addStateListener(told::add, Runnable::run);
             servers.setConnectionString(zk.connectString() + "," + zk.connectString());
-
             zk.stopServer(); // Curator replaces the handle on the drop's news
             await().until(() -> !told.isEmpty());
             zk.restartServer();
             await().until(() -> told.contains(LeaseState.LOST)); // stayed SUSPECT on the next session before
             // The old session outlives its handle on the server; the new one deletes what the old one held.
-            await().until(() -> client.checkExists().forPath(held.path()) == null);
+            await().until(() -> holder.client().checkExists().forPath(held.path()) == null);
         } finally {
-            letGo.countDown();
-            if (!zk.ensemble().servers().get(0).isRunning()) {
-                zk.restartServer();
-            }
+            letGo(holder);
         }
         assertEquals(LeaseState.LOST, held.state());
+        assertLostOnceAndLast(told);
+        zk.assertNoLeaks(path);
+    }
+
+    /** A hold of a client whose Curator listener thread an application's listener holds up, and what it was told. */
+    private record HeldUp(CuratorFramework client, CountDownLatch letGo, Lease lease, List<LeaseState> told) {}
+
+    private HeldUp holdWithTheListenerThreadHeldUp(String path, Consumer<CuratorFrameworkFactory.Builder> custom)
+            throws Exception {
+        CuratorFramework client = zk.unstartedClient(custom);
+        CountDownLatch letGo = ZooKeeperFixture.holdUpListenerThread(client);
+        client.start();
+        try {
+            assertTrue(client.blockUntilConnected(10, TimeUnit.SECONDS));
+            Lease held = new ReentrantMutex(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
+            List<LeaseState> told = new CopyOnWriteArrayList<>();
+            held.addStateListener(told::add, Runnable::run);
+            return new HeldUp(client, letGo, held, told);
+        } catch (Exception | AssertionError e) {
+            letGo.countDown();
+            throw e;
+        }
+    }
+
+    /** Lets the listener thread go on, and brings the server back if the test stopped it. */
+    private void letGo(HeldUp holder) {
+        holder.letGo().countDown();
+        if (!zk.ensemble().servers().get(0).isRunning()) {
+            zk.restartServer();
+        }
+    }
+
+    private static void assertLostOnceAndLast(List<LeaseState> told) {
         assertEquals(LeaseState.LOST, told.get(told.size() - 1), "LOST is final, and told once: " + told);
         assertEquals(told.indexOf(LeaseState.LOST), told.size() - 1, told.toString());
-        zk.assertNoLeaks(path);
     }
 
     @Test
