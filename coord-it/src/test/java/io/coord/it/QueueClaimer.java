@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.apache.curator.framework.CuratorFramework;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * One consumer of an at-least-once run: it claims items until every one is acked, and now and then lets go of the
@@ -141,10 +142,35 @@ final class QueueClaimer {
     }
 
     private void awaitNewSession(CuratorFramework client, long old) {
-        await(name + " on a new session").atMost(Duration.ofSeconds(20)).until(() -> {
-            long now = ClusterFixture.sessionId(client);
-            return now != 0 && now != old && client.getZookeeperClient().isConnected();
-        });
+        try {
+            await(name + " on a new session").atMost(Duration.ofSeconds(20)).until(() -> {
+                long now = ClusterFixture.sessionId(client);
+                return now != 0 && now != old && client.getZookeeperClient().isConnected();
+            });
+        } catch (ConditionTimeoutException e) {
+            // Where the client's own threads stand: a handle that is never replaced shows where Curator waits.
+            throw new AssertionError(
+                    name + " is still on session 0x" + Long.toHexString(old) + ", or not connected; its threads:\n"
+                            + threadsOf(name),
+                    e);
+        }
         timeline.add(name + " is on session 0x" + Long.toHexString(ClusterFixture.sessionId(client)));
+    }
+
+    /** The stacks of the threads whose names start with {@code prefix} (a handle's send and event threads). */
+    private static String threadsOf(String prefix) {
+        StringBuilder dump = new StringBuilder();
+        Thread.getAllStackTraces().forEach((thread, stack) -> {
+            if (thread.getName().startsWith(prefix)) {
+                dump.append(thread.getName())
+                        .append(' ')
+                        .append(thread.getState())
+                        .append('\n');
+                for (StackTraceElement frame : stack) {
+                    dump.append("    at ").append(frame).append('\n');
+                }
+            }
+        });
+        return dump.toString();
     }
 }
