@@ -135,15 +135,17 @@ class MutexFaultTest {
         String path = ZooKeeperFixture.uniquePath("new-connection-string");
         // A new handle, not an update of the old one's server list: a new session, with no expiry to tell of it.
         FixedEnsembleProvider servers = new FixedEnsembleProvider(zk.connectString(), false);
-        HeldUp holder = holdWithTheListenerThreadHeldUp(path, b -> b.ensembleProvider(servers));
+        // A session that outlives the wait for its node below: only coord's delete makes the node go in time.
+        HeldUp holder =
+                holdWithTheListenerThreadHeldUp(path, b -> ZooKeeperFixture.outageProof(b.ensembleProvider(servers)));
         Lease held = holder.lease();
         List<LeaseState> told = holder.told();
         try {
             servers.setConnectionString(zk.connectString() + "," + zk.connectString());
-            zk.stopServer(); // Curator replaces the handle on the drop's news
-            await().until(() -> !told.isEmpty());
+            zk.stopServer(); // Curator replaces the handle on the drop's news, before coord hears it
+            // LOST on that news: the handle it was granted on is gone. It stayed SUSPECT, on the next session too.
+            await().until(() -> told.contains(LeaseState.LOST));
             zk.restartServer();
-            await().until(() -> told.contains(LeaseState.LOST)); // stayed SUSPECT on the next session before
             // The old session outlives its handle on the server; the new one deletes what the old one held.
             await().until(() -> holder.client().checkExists().forPath(held.path()) == null);
         } finally {

@@ -746,6 +746,9 @@ public final class ClientContext {
             LeaseState state = held ? LeaseState.HELD : LeaseState.SUSPECT;
             LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, handle, state);
             leases.add(lease);
+            if (writesLostAt != WRITABLE) { // granted before a drop, and registered after it
+                giveUpLater(writesLostAt, ownerSession);
+            }
             nodes.forEach(node -> leasesByNode.put(node, lease));
             return lease;
         } finally {
@@ -1164,7 +1167,8 @@ public final class ClientContext {
     /**
      * After a reconnect, a SUSPECT lease is HELD again only if its znode still belongs to this session. The server the
      * client reconnected to may lag behind the leader, and still list a znode deleted meanwhile (a forced revocation):
-     * one sync first, and the reads once it is answered, makes them as fresh as the leader. A refused sync asks again.
+     * one sync first, and the reads once it is answered, makes them as fresh as the leader. A sync refused on a live
+     * connection asks again.
      */
     private void confirmAll(List<LeaseImpl> leases, long epoch) {
         if (leases.isEmpty()) {
@@ -1172,13 +1176,15 @@ public final class ClientContext {
         }
         try {
             client.sync()
-                    .inBackground((c, event) -> leases.forEach(lease -> {
-                        if (event.getResultCode() == KeeperException.Code.OK.intValue()) {
-                            confirm(lease, epoch);
-                        } else {
-                            confirmed(lease, epoch, NodeCheck.ASK_AGAIN);
-                        }
-                    }))
+                    .inBackground((c, event) -> {
+                        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
+                        if (rc == KeeperException.Code.OK) {
+                            leases.forEach(lease -> confirm(lease, epoch));
+                        } else if (rc != KeeperException.Code.CONNECTIONLOSS
+                                && rc != KeeperException.Code.SESSIONEXPIRED) {
+                            leases.forEach(lease -> confirmed(lease, epoch, NodeCheck.ASK_AGAIN));
+                        } // else the next connection's news checks them again
+                    })
                     .forPath(leases.get(0).path());
         } catch (Exception e) {
             log.debug("could not sync before confirming {}", leases.get(0).path(), e);
@@ -1291,13 +1297,16 @@ public final class ClientContext {
     private void leasesHear(Watcher.Event.KeeperState state) {
         long news = connectionEvents.get();
         // Curator puts a new handle in place before its watchers hear the news that made it: on an expiry, and on a
-        // change of the connection string, which tells of no expiry at all. An older handle's session is over.
-        long handle = handleIndex();
+        // change of the connection string, which tells of no expiry at all. An older handle's session is over. A
+        // handle's news can also come late, behind the next handle's own, each on its own event thread: what the
+        // current handle says of itself decides, not the news alone.
+        long index = handleIndex();
+        Handle now = Handle.read(this);
         List<LeaseImpl> ended = new ArrayList<>();
         List<LeaseImpl> toConfirm = List.of();
         stateLock.lock();
         try {
-            leases.stream().filter(l -> l.handle() < handle).forEach(ended::add);
+            leases.stream().filter(l -> l.handle() < index).forEach(ended::add);
             switch (state) {
                 case Disconnected, ConnectedReadOnly -> {
                     leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
@@ -1307,23 +1316,28 @@ public final class ClientContext {
                     }
                 }
                 case SyncConnected -> {
-                    writesLostAt = WRITABLE;
-                    long current = sessionId();
-                    // A session never comes back: a lease of another one than the handle connected on is over.
-                    leases.stream()
-                            .filter(l -> current != 0 && l.session() != current)
-                            .forEach(ended::add);
+                    if (now.writable()) {
+                        writesLostAt = WRITABLE;
+                    }
+                    // A session never comes back: a lease of another one than the handle connected on is over. With
+                    // the handle's session unknown, the check of each node tells (see check).
+                    if (now.known() && now.session() != 0) {
+                        leases.stream()
+                                .filter(l -> l.session() != now.session())
+                                .forEach(ended::add);
+                    }
                     toConfirm = leases.stream()
-                            .filter(l -> l.current() == LeaseState.SUSPECT && l.session() == current)
+                            .filter(l ->
+                                    l.current() == LeaseState.SUSPECT && (!now.known() || l.session() == now.session()))
                             .toList();
                 }
                 // Every lease but one of the next session, if that one is up already (this news may come late).
                 case Expired -> {
-                    writesLostAt = WRITABLE;
-                    long current = sessionId();
-                    leases.stream()
-                            .filter(l -> current == 0 || l.session() != current)
-                            .forEach(ended::add);
+                    if (now.known()) {
+                        leases.stream()
+                                .filter(l -> now.session() == 0 || l.session() != now.session())
+                                .forEach(ended::add);
+                    }
                 }
                 default -> {}
             }
@@ -1333,6 +1347,20 @@ public final class ClientContext {
         List<LeaseImpl> lost = lostWithSession(ended.stream().distinct().toList());
         lost.forEach(l -> l.nodes().forEach(this::deleteLost));
         confirmAll(toConfirm, news);
+    }
+
+    /**
+     * What the client's current handle says of itself. Read outside stateLock: reading it can make Curator replace it
+     * (a changed connection string), which waits for the old handle's threads. Not known while Curator holds a
+     * background error, which the read takes.
+     */
+    private record Handle(boolean known, long session, boolean writable) {
+        static Handle read(ClientContext context) {
+            ZooKeeper handle = context.handle();
+            return handle == null
+                    ? new Handle(false, 0, false)
+                    : new Handle(true, handle.getSessionId(), handle.getState() == ZooKeeper.States.CONNECTED);
+        }
     }
 
     /**
@@ -1349,22 +1377,31 @@ public final class ClientContext {
     }
 
     /**
-     * Ends the leases of {@code onSession} if the connection has taken no writes since the drop, and none is on its way
-     * (the handle connects before its event thread tells of it, which a slow callback can hold up).
+     * Ends the leases of {@code onSession} if the connection has taken no writes since the drop. If the handle takes
+     * writes on that session, its news is on its way (a slow callback holds its event thread up), or came out of turn
+     * behind an older handle's drop: the count stops, and the leases that drop made SUSPECT are checked.
      */
     private void givenUp(long drop, long onSession) {
-        List<LeaseImpl> lost;
+        Handle now = Handle.read(this);
+        boolean back = now.writable() && now.session() == onSession;
+        List<LeaseImpl> lost = List.of();
+        List<LeaseImpl> toConfirm = List.of();
+        long news;
         stateLock.lock();
         try {
-            ZooKeeper handle = handle();
-            boolean back = handle != null
-                    && handle.getState() == ZooKeeper.States.CONNECTED
-                    && handle.getSessionId() == onSession;
-            if (closed || writesLostAt != drop || back) {
+            news = connectionEvents.get();
+            if (closed || writesLostAt != drop) {
                 return;
             }
-            lost = lostWithSession(
-                    leases.stream().filter(l -> l.session() == onSession).toList());
+            if (back) {
+                writesLostAt = WRITABLE;
+                toConfirm = leases.stream()
+                        .filter(l -> l.current() == LeaseState.SUSPECT && l.session() == onSession)
+                        .toList();
+            } else {
+                lost = lostWithSession(
+                        leases.stream().filter(l -> l.session() == onSession).toList());
+            }
         } finally {
             stateLock.unlock();
         }
@@ -1375,6 +1412,7 @@ public final class ClientContext {
                     Long.toHexString(onSession));
         }
         lost.forEach(l -> l.nodes().forEach(this::deleteLost));
+        confirmAll(toConfirm, news);
     }
 
     /** The client is closed: its session is closed with it, which deletes every ephemeral node. */
