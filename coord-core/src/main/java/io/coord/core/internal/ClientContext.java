@@ -133,8 +133,11 @@ public final class ClientContext {
     // Connection events as ZooKeeper's event thread delivers them, in order with the answers to requests.
     private final AtomicLong connectionEvents = new AtomicLong();
     // Guarded by stateLock: the count of those events when the handle last lost a connection that takes writes, or
-    // WRITABLE while it has one. A read-only connection does not stop the count, as it does not keep the session.
+    // WRITABLE while it has one, and when that was. A read-only connection does not stop the count, as it does not
+    // keep the session. Whether news of a connection came since, which the handle, down again, could not confirm.
     private long writesLostAt = WRITABLE;
+    private long writesLostNanos;
+    private boolean writesMayHaveReturned;
     private static final long WRITABLE = -1;
     private List<Runnable> onConnected = new ArrayList<>();
     // The session the client was last connected on, 0 if none yet or if it ended: a reconnection on the same one
@@ -746,7 +749,7 @@ public final class ClientContext {
             LeaseState state = held ? LeaseState.HELD : LeaseState.SUSPECT;
             LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, handle, state);
             leases.add(lease);
-            if (writesLostAt != WRITABLE) { // granted before a drop, and registered after it
+            if (writesLostAt != WRITABLE) { // granted before a drop, registered after it: counted from the drop
                 giveUpLater(writesLostAt, ownerSession);
             }
             nodes.forEach(node -> leasesByNode.put(node, lease));
@@ -1310,14 +1313,22 @@ public final class ClientContext {
             switch (state) {
                 case Disconnected, ConnectedReadOnly -> {
                     leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
-                    if (writesLostAt == WRITABLE) {
+                    // The count starts again if the session may have been renewed since the last drop.
+                    if (writesLostAt == WRITABLE || writesMayHaveReturned) {
                         writesLostAt = news;
+                        writesLostNanos = System.nanoTime();
+                        writesMayHaveReturned = false;
                         leases.stream().map(LeaseImpl::session).distinct().forEach(s -> giveUpLater(news, s));
                     }
                 }
                 case SyncConnected -> {
+                    // A handle down again by now has its drop's news on the way, which counts from then on; news of an
+                    // older handle, out of turn, leaves the count to go on.
                     if (now.writable()) {
                         writesLostAt = WRITABLE;
+                        writesMayHaveReturned = false;
+                    } else {
+                        writesMayHaveReturned = writesLostAt != WRITABLE;
                     }
                     // A session never comes back: a lease of another one than the handle connected on is over. With
                     // the handle's session unknown, the check of each node tells (see check).
@@ -1356,7 +1367,11 @@ public final class ClientContext {
      */
     private record Handle(boolean known, long session, boolean writable) {
         static Handle read(ClientContext context) {
+            // Curator hands out one background error per read: the next read, if there is no other, has the handle.
             ZooKeeper handle = context.handle();
+            if (handle == null) {
+                handle = context.handle();
+            }
             return handle == null
                     ? new Handle(false, 0, false)
                     : new Handle(true, handle.getSessionId(), handle.getState() == ZooKeeper.States.CONNECTED);
@@ -1364,15 +1379,16 @@ public final class ClientContext {
     }
 
     /**
-     * Under stateLock, when the connection stops taking writes: once that has lasted the session's negotiated timeout,
-     * the quorum has given the session up, and its leases are lost. A read-only server keeps no session for the
-     * quorum. Curator's own check of a drop (it injects the session's expiry) runs on its listener thread, waits with
-     * it, and stops counting on a read-only connection.
+     * Under stateLock, when the connection stops taking writes: once that has lasted the session's negotiated timeout
+     * from the drop, the quorum may have given the session up, and its leases are lost. A read-only server keeps no
+     * session for the quorum. Curator's own check of a drop (it injects the session's expiry) runs on its listener
+     * thread, waits with it, and stops counting on a read-only connection.
      */
     private void giveUpLater(long drop, long onSession) {
         long timeoutMillis = client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs();
         if (timeoutMillis > 0) {
-            Executors.later(() -> givenUp(drop, onSession), Duration.ofMillis(timeoutMillis));
+            Duration left = Duration.ofMillis(timeoutMillis).minusNanos(System.nanoTime() - writesLostNanos);
+            Executors.later(() -> givenUp(drop, onSession), left.isNegative() ? Duration.ZERO : left);
         }
     }
 
@@ -1395,6 +1411,7 @@ public final class ClientContext {
             }
             if (back) {
                 writesLostAt = WRITABLE;
+                writesMayHaveReturned = false;
                 toConfirm = leases.stream()
                         .filter(l -> l.current() == LeaseState.SUSPECT && l.session() == onSession)
                         .toList();
