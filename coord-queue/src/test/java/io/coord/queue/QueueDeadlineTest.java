@@ -80,6 +80,15 @@ class QueueDeadlineTest {
         return ZooKeeperFixture.latchOn(client, ConnectionState.SUSPENDED);
     }
 
+    /**
+     * Waits for the suspension, and until coord has heard of it too: Curator calls its connection listeners in no set
+     * order, and a call made between the test's and coord's would be sent on a connection coord still believes up.
+     */
+    private static void awaitSuspended(CuratorFramework client, CountDownLatch suspended) throws InterruptedException {
+        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+        await().until(() -> !ClientContext.of(client).isConnected());
+    }
+
     @Test
     void timedCallsReturnByTheirDeadlineWhileTheServerIsDown() throws Exception {
         String path = ZooKeeperFixture.uniquePath("deadline-down");
@@ -92,7 +101,7 @@ class QueueDeadlineTest {
         CountDownLatch suspended = suspension(client);
 
         zk.stopServer();
-        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+        awaitSuspended(client, suspended);
 
         assertFalse(endsByItsDeadline(() -> queue.offer("c", SHORT)), "nothing could be written");
         assertNull(endsByItsDeadline(() -> queue.poll(SHORT)), "nothing could be taken");
@@ -117,7 +126,7 @@ class QueueDeadlineTest {
         CountDownLatch suspended = suspension(client);
 
         zk.stopServer();
-        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+        awaitSuspended(client, suspended);
 
         assertFalse(endsByItsDeadline(() -> queue.offer("c", Duration.ZERO)), "nothing could be written");
         assertNull(endsByItsDeadline(() -> queue.poll(Duration.ZERO)), "nothing could be taken");
@@ -164,7 +173,7 @@ class QueueDeadlineTest {
         queue.put("a"); // the producer knows the count: the next put needs no read
         CountDownLatch suspended = suspension(client);
         zk.stopServer();
-        assertTrue(suspended.await(10, TimeUnit.SECONDS));
+        awaitSuspended(client, suspended);
 
         CompletableFuture<Boolean> interrupted = new CompletableFuture<>();
         Thread putting = new Thread(() -> {
