@@ -138,6 +138,8 @@ public final class ClientContext {
     private long writesLostAt = WRITABLE;
     private long writesLostNanos;
     private boolean writesMayHaveReturned;
+    // Written under stateLock, read without it: how many of those events the leases have heard.
+    private volatile long newsHeard;
     private static final long WRITABLE = -1;
     private List<Runnable> onConnected = new ArrayList<>();
     // The session the client was last connected on, 0 if none yet or if it ended: a reconnection on the same one
@@ -1315,10 +1317,7 @@ public final class ClientContext {
                     leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
                     // The count starts again if the session may have been renewed since the last drop.
                     if (writesLostAt == WRITABLE || writesMayHaveReturned) {
-                        writesLostAt = news;
-                        writesLostNanos = System.nanoTime();
-                        writesMayHaveReturned = false;
-                        leases.stream().map(LeaseImpl::session).distinct().forEach(s -> giveUpLater(news, s));
+                        countFrom(news);
                     }
                 }
                 case SyncConnected -> {
@@ -1352,6 +1351,7 @@ public final class ClientContext {
                 }
                 default -> {}
             }
+            newsHeard++;
         } finally {
             stateLock.unlock();
         }
@@ -1384,6 +1384,13 @@ public final class ClientContext {
      * session for the quorum. Curator's own check of a drop (it injects the session's expiry) runs on its listener
      * thread, waits with it, and stops counting on a read-only connection.
      */
+    private void countFrom(long drop) {
+        writesLostAt = drop;
+        writesLostNanos = System.nanoTime();
+        writesMayHaveReturned = false;
+        leases.stream().map(LeaseImpl::session).distinct().forEach(s -> giveUpLater(drop, s));
+    }
+
     private void giveUpLater(long drop, long onSession) {
         long timeoutMillis = client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs();
         if (timeoutMillis > 0) {
@@ -1395,9 +1402,12 @@ public final class ClientContext {
     /**
      * Ends the leases of {@code onSession} if the connection has taken no writes since the drop. If the handle takes
      * writes on that session, its news is on its way (a slow callback holds its event thread up), or came out of turn
-     * behind an older handle's drop: the count stops, and the leases that drop made SUSPECT are checked.
+     * behind an older handle's drop: the count stops, and the leases that drop made SUSPECT are checked. If the leases
+     * heard news while the handle was read (a drop, which found the count running and left it), the handle may be
+     * down again: the count starts again from now, when the session was alive.
      */
     private void givenUp(long drop, long onSession) {
+        long heard = newsHeard;
         Handle now = Handle.read(this);
         boolean back = now.writable() && now.session() == onSession;
         List<LeaseImpl> lost = List.of();
@@ -1410,8 +1420,12 @@ public final class ClientContext {
                 return;
             }
             if (back) {
-                writesLostAt = WRITABLE;
-                writesMayHaveReturned = false;
+                if (newsHeard == heard) {
+                    writesLostAt = WRITABLE;
+                    writesMayHaveReturned = false;
+                } else {
+                    countFrom(news);
+                }
                 toConfirm = leases.stream()
                         .filter(l -> l.current() == LeaseState.SUSPECT && l.session() == onSession)
                         .toList();
