@@ -629,21 +629,18 @@ final class QueueConsumer<T> {
 
     /** Reads the children for a consumer; true once a read answered, false if the deadline passed first. */
     private boolean read(Deadline deadline) throws InterruptedException {
-        while (true) {
-            try {
-                BackgroundRequests.await(queue.items.readCurrent(), deadline, queue.layout.items());
-                return true;
-            } catch (TimeoutException e) {
-                return false;
-            } catch (RuntimeException e) {
-                if (!deadline.allowsWaiting() || !ResultCodes.isInDoubt(e) || queue.context.isClosed()) {
-                    throw e;
-                }
-                // Curator's retries ran out on a lost connection: a waiting consumer waits for it to come back.
-                if (!queue.context.awaitConnected(deadline)) {
-                    return false;
-                }
-            }
+        try {
+            // Curator's retries run out on a lost connection: a waiting consumer waits for it to come back.
+            BackgroundRequests.awaitThroughOutages(
+                    queue.context,
+                    queue.items.readCurrent(),
+                    queue.items::readCurrent,
+                    deadline,
+                    "read",
+                    queue.layout.items());
+            return true;
+        } catch (TimeoutException e) {
+            return false;
         }
     }
 

@@ -6,7 +6,6 @@ import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
 import io.coord.core.internal.Deadline;
-import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SerialExecutor;
 import io.coord.core.internal.SingleFlight;
 import java.util.Arrays;
@@ -205,21 +204,11 @@ final class SharedQueue {
      * a pause: read as "gone", it would leave a claim of ours that nothing withdraws.
      */
     long claimOwner(String claimPath) {
-        while (true) {
-            CuratorEvent event = BackgroundRequests.finish(
-                    context,
-                    context.sessionId(),
-                    claimPath,
-                    cb -> context.client().checkExists().inBackground(cb).forPath(claimPath));
-            Code code = BackgroundRequests.code(event);
-            if (code == Code.THROTTLEDOP) {
-                BackgroundRequests.awaitFully(context.throttledPause(), claimPath); // fails once the client is closed
-            } else if (!ResultCodes.isInDoubt(code)) {
-                return code == Code.OK ? event.getStat().getEphemeralOwner() : 0;
-            } else {
-                BackgroundRequests.awaitFully(context.connected(), claimPath); // fails once the client is closed
-            }
-        }
+        CuratorEvent event = BackgroundRequests.answered(
+                context,
+                claimPath,
+                cb -> context.client().checkExists().inBackground(cb).forPath(claimPath));
+        return BackgroundRequests.code(event) == Code.OK ? event.getStat().getEphemeralOwner() : 0;
     }
 
     /** Completes when the connection next drops, the session ends or the client closes: take it before looking. */

@@ -286,48 +286,31 @@ final class Slots {
         CuratorFramework client = queue.context.client();
         int carried = slot.version;
         byte[] token = settleToken(carried);
-        while (true) {
-            CompletableFuture<Void> dropped = queue.connectionDropped(); // taken before the connection is looked at
-            BackgroundRequests.awaitFully(queue.context.connected(), what); // fails if the client is closed meanwhile
-            CuratorEvent reply = BackgroundRequests.awaitFully(
-                    BackgroundRequests.call(
-                            queue.context,
-                            slot.path,
-                            cb -> client.setData()
-                                    .withVersion(carried)
-                                    .inBackground(cb)
-                                    .forPath(slot.path, token)),
-                    slot.path);
-            Code code = BackgroundRequests.code(reply);
-            if (code == Code.OK) {
-                giveBackMoved(slot);
-                return Outcome.failed(-1, Code.CONNECTIONLOSS); // it can never land now
-            }
-            if (code == Code.BADVERSION) {
-                // Moved on by the transaction, or by an earlier send of this settling write: the slot says which.
-                CuratorEvent read = readSlot(slot, what);
-                int now = read.getStat().getVersion();
-                // Decided before the slot goes back: once idle, another writer may borrow it and move its version.
-                boolean settled = now == carried + 1 && Arrays.equals(read.getData(), token);
-                slot.maybeMissing = false;
-                slot.version = now;
-                giveBackAt(slot);
-                // The settle landed, so the transaction never will; else the transaction did.
-                return settled ? Outcome.failed(-1, Code.CONNECTIONLOSS) : Outcome.landed(null);
-            }
-            if (code == Code.NONODE) {
-                throw slotDeleted(slot, what);
-            }
-            if (code == Code.NOTREADONLY) {
-                // A read-only server refused it. The news that the connection moved there comes behind this answer
-                // (Curator's listeners can lag further): once heard, the wait above is for one that takes writes.
-                BackgroundRequests.awaitFully(dropped, what);
-            } else if (code == Code.THROTTLEDOP) {
-                awaitThrottledPause(what);
-            } else if (!ResultCodes.isInDoubt(code)) {
-                throw BackgroundRequests.failure("settling a write with", slot.path, code);
-            }
+        CuratorEvent reply = BackgroundRequests.answered(
+                queue.context,
+                slot.path,
+                cb -> client.setData().withVersion(carried).inBackground(cb).forPath(slot.path, token));
+        Code code = BackgroundRequests.code(reply);
+        if (code == Code.OK) {
+            giveBackMoved(slot);
+            return Outcome.failed(-1, Code.CONNECTIONLOSS); // it can never land now
         }
+        if (code == Code.BADVERSION) {
+            // Moved on by the transaction, or by an earlier send of this settling write: the slot says which.
+            CuratorEvent read = readSlot(slot, what);
+            int now = read.getStat().getVersion();
+            // Decided before the slot goes back: once idle, another writer may borrow it and move its version.
+            boolean settled = now == carried + 1 && Arrays.equals(read.getData(), token);
+            slot.maybeMissing = false;
+            slot.version = now;
+            giveBackAt(slot);
+            // The settle landed, so the transaction never will; else the transaction did.
+            return settled ? Outcome.failed(-1, Code.CONNECTIONLOSS) : Outcome.landed(null);
+        }
+        if (code == Code.NONODE) {
+            throw slotDeleted(slot, what);
+        }
+        throw BackgroundRequests.failure("settling a write with", slot.path, code);
     }
 
     /** The data of a settling write at {@code version}; a transaction's own setData writes none. */
@@ -338,36 +321,18 @@ final class Slots {
     /** The slot's data and version, read until an answer comes. */
     private CuratorEvent readSlot(Slot slot, String what) {
         CuratorFramework client = queue.context.client();
-        while (true) {
-            BackgroundRequests.awaitFully(queue.context.connected(), what);
-            CuratorEvent reply = BackgroundRequests.awaitFully(
-                    BackgroundRequests.call(
-                            queue.context,
-                            slot.path,
-                            cb -> client.getData().inBackground(cb).forPath(slot.path)),
-                    slot.path);
-            Code code = BackgroundRequests.code(reply);
-            if (code == Code.OK) {
-                return reply;
-            }
-            if (code == Code.NONODE) {
-                throw slotDeleted(slot, what);
-            }
-            if (code == Code.THROTTLEDOP) {
-                awaitThrottledPause(what);
-            } else if (!ResultCodes.isInDoubt(code)) {
-                throw BackgroundRequests.failure("reading", slot.path, code);
-            }
+        CuratorEvent reply = BackgroundRequests.answered(
+                queue.context,
+                slot.path,
+                cb -> client.getData().inBackground(cb).forPath(slot.path));
+        Code code = BackgroundRequests.code(reply);
+        if (code == Code.OK) {
+            return reply;
         }
-    }
-
-    /**
-     * A busy server refused a request that settles an outcome in doubt (THROTTLEDOP): it is asked again after a pause.
-     * Failing instead would leave the outcome unknown to a caller that may send its write again (a release), and
-     * write it twice.
-     */
-    private void awaitThrottledPause(String what) {
-        BackgroundRequests.awaitFully(queue.context.throttledPause(), what); // fails if the client is closed meanwhile
+        if (code == Code.NONODE) {
+            throw slotDeleted(slot, what);
+        }
+        throw BackgroundRequests.failure("reading", slot.path, code);
     }
 
     private WriteInDoubt slotDeleted(Slot slot, String what) {

@@ -237,17 +237,24 @@ public final class BackgroundRequests {
     }
 
     /**
-     * Sends a request and sees it through: when Curator's retries run out on a lost connection, waits for the
-     * connection and sends again, as long as the session that made the request lives. Only requests whose replay is
-     * recognisable (see the callers) go through here. Returns the in-doubt answer if the session changed.
+     * Sends a request until its answer is not in doubt, whatever interrupts arrive, and returns that answer: after a
+     * lost connection once the client is connected again, after a busy server's refusal (THROTTLEDOP) once a pause has
+     * passed, after a read-only server's refusal of a write (NOTREADONLY) once a connection takes writes. Only for a
+     * request whose landing twice cannot pass for once: a read, or a write at a version that the caller tells apart.
+     * Fails if the client is closed first.
      */
-    public static CuratorEvent finish(ClientContext context, long session, String path, Call call) {
+    public static CuratorEvent answered(ClientContext context, String path, Call call) {
         while (true) {
-            CuratorEvent event = awaitFully(call(context, path, call), path);
-            if (!ResultCodes.isInDoubt(code(event)) || context.sessionId() != session) {
-                return event;
+            awaitFully(context.connected(), path);
+            CuratorEvent reply = awaitFully(call(context, path, call), path);
+            Code code = code(reply);
+            if (code == Code.THROTTLEDOP) {
+                awaitFully(context.throttledPause(), path);
+            } else if (code == Code.NOTREADONLY) {
+                awaitFully(context.writable(), path);
+            } else if (!ResultCodes.isInDoubt(code)) {
+                return reply;
             }
-            awaitFully(context.connected(), path); // fails if the client is closed meanwhile
         }
     }
 
