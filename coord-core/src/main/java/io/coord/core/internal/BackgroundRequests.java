@@ -241,7 +241,9 @@ public final class BackgroundRequests {
      * lost connection once the client is connected again, after a busy server's refusal (THROTTLEDOP) once a pause has
      * passed, after a read-only server's refusal of a write (NOTREADONLY) once a connection takes writes. Only for a
      * request whose landing twice cannot pass for once: a read, or a write at a version that the caller tells apart.
-     * Fails if the client is closed first.
+     * Fails if the client is closed first. It neither sends while coord counts the client disconnected (a read-only
+     * server would answer a read from behind the quorum) nor gives up on a busy server's refusal: the callers settle
+     * an outcome in doubt, and failing would leave it unknown to a caller that may then write again.
      */
     public static CuratorEvent answered(ClientContext context, String path, Call call) {
         while (true) {

@@ -777,11 +777,10 @@ public final class ClientContext {
     }
 
     private CompletableFuture<Void> writable(Duration pause) {
-        CompletableFuture<Void> paused = new CompletableFuture<>();
-        Executors.later(() -> paused.complete(null), pause);
-        return paused.thenCompose(ignored -> handleState() == ZooKeeper.States.CONNECTEDREADONLY
-                ? writable(pause.compareTo(LONGEST_READ_ONLY_PAUSE) >= 0 ? pause : pause.multipliedBy(2))
-                : connected());
+        return track(Executors.after(pause))
+                .thenCompose(ignored -> handleState() == ZooKeeper.States.CONNECTEDREADONLY
+                        ? writable(pause.compareTo(LONGEST_READ_ONLY_PAUSE) >= 0 ? pause : pause.multipliedBy(2))
+                        : connected());
     }
 
     /** Runs {@code task} on coord's retry thread once the client is connected, at once if it is now. */
@@ -1402,39 +1401,46 @@ public final class ClientContext {
     /**
      * Ends the leases of {@code onSession} if the connection has taken no writes since the drop. If the handle takes
      * writes on that session, its news is on its way (a slow callback holds its event thread up), or came out of turn
-     * behind an older handle's drop: the count stops, and the leases that drop made SUSPECT are checked. If the leases
-     * heard news while the handle was read (a drop, which found the count running and left it), the handle may be
-     * down again: the count starts again from now, when the session was alive.
+     * behind an older handle's drop: the count stops, and the leases that drop made SUSPECT are checked. The handle is
+     * read again while the leases hear news meanwhile: a drop heard then, which found the count running and left it,
+     * starts it again from now if a read before it found the handle taking writes on that session.
      */
     private void givenUp(long drop, long onSession) {
-        long heard = newsHeard;
-        Handle now = Handle.read(this);
-        boolean back = now.writable() && now.session() == onSession;
+        boolean seenBack = false;
         List<LeaseImpl> lost = List.of();
         List<LeaseImpl> toConfirm = List.of();
         long news;
-        stateLock.lock();
-        try {
-            news = connectionEvents.get();
-            if (closed || writesLostAt != drop) {
-                return;
-            }
-            if (back) {
-                if (newsHeard == heard) {
+        while (true) {
+            long heard = newsHeard;
+            Handle now = Handle.read(this);
+            boolean back = now.writable() && now.session() == onSession;
+            seenBack |= back;
+            stateLock.lock();
+            try {
+                if (closed || writesLostAt != drop) {
+                    return;
+                }
+                if (newsHeard != heard) {
+                    continue;
+                }
+                news = connectionEvents.get();
+                if (back) {
                     writesLostAt = WRITABLE;
                     writesMayHaveReturned = false;
-                } else {
+                    toConfirm = leases.stream()
+                            .filter(l -> l.current() == LeaseState.SUSPECT && l.session() == onSession)
+                            .toList();
+                } else if (seenBack) {
                     countFrom(news);
+                } else {
+                    lost = lostWithSession(leases.stream()
+                            .filter(l -> l.session() == onSession)
+                            .toList());
                 }
-                toConfirm = leases.stream()
-                        .filter(l -> l.current() == LeaseState.SUSPECT && l.session() == onSession)
-                        .toList();
-            } else {
-                lost = lostWithSession(
-                        leases.stream().filter(l -> l.session() == onSession).toList());
+                break;
+            } finally {
+                stateLock.unlock();
             }
-        } finally {
-            stateLock.unlock();
         }
         if (!lost.isEmpty()) {
             log.info(
