@@ -6,6 +6,7 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.drivers.TracerDriver;
@@ -36,27 +37,80 @@ final class OldServer {
      * log in a fresh folder under the build directory.
      */
     static OldServer start(String libProperty) throws IOException {
+        Path lib = lib(libProperty);
+        Path home = Files.createTempDirectory(lib.getParent(), lib.getFileName() + "-");
+        int port = freePort();
+        return new OldServer(
+                launch(
+                        lib,
+                        home,
+                        List.of(),
+                        "org.apache.zookeeper.server.ZooKeeperServerMain",
+                        Integer.toString(port),
+                        home.resolve("data").toString()),
+                port);
+    }
+
+    /**
+     * Starts an ensemble of three servers of the release that {@code libProperty} names, each a process, on free
+     * ports, with a tick of 500 ms (sessions of 1 to 10 s). Each server cut off from the quorum goes on serving reads
+     * (readonlymode.enabled), to clients that accept a read-only connection.
+     */
+    static List<OldServer> startReadOnlyEnsemble(String libProperty) throws IOException {
+        Path lib = lib(libProperty);
+        List<Integer> clientPorts = List.of(freePort(), freePort(), freePort());
+        StringBuilder peers = new StringBuilder();
+        for (int id = 1; id <= clientPorts.size(); id++) {
+            peers.append("server.")
+                    .append(id)
+                    .append("=127.0.0.1:")
+                    .append(freePort())
+                    .append(':');
+            peers.append(freePort()).append('\n');
+        }
+        List<OldServer> servers = new ArrayList<>();
+        for (int id = 1; id <= clientPorts.size(); id++) {
+            Path home = Files.createTempDirectory(lib.getParent(), lib.getFileName() + "-" + id + "-");
+            Path data = Files.createDirectories(home.resolve("data"));
+            Files.writeString(data.resolve("myid"), Integer.toString(id));
+            Path config = Files.writeString(
+                    home.resolve("zoo.cfg"),
+                    "tickTime=500\ninitLimit=10\nsyncLimit=4\ndataDir=" + data + "\nclientPort="
+                            + clientPorts.get(id - 1) + "\n" + peers);
+            servers.add(new OldServer(
+                    launch(
+                            lib,
+                            home,
+                            List.of("-Dreadonlymode.enabled=true"),
+                            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                            config.toString()),
+                    clientPorts.get(id - 1)));
+        }
+        return servers;
+    }
+
+    private static Path lib(String libProperty) {
         String lib = System.getProperty(libProperty);
         if (lib == null || !Files.isDirectory(Paths.get(lib))) {
             throw new IllegalStateException(libProperty + " names no folder (" + lib + "): run through Maven");
         }
-        Path home = Files.createTempDirectory(
-                Paths.get(lib).getParent(), Paths.get(lib).getFileName() + "-");
-        int port = freePort();
-        String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
-        Process process = new ProcessBuilder(List.of(
-                        java,
-                        "-Dzookeeper.4lw.commands.whitelist=*",
-                        "-Dzookeeper.admin.enableServer=false", // it would need Jetty
-                        "-cp",
-                        lib + "/*",
-                        "org.apache.zookeeper.server.ZooKeeperServerMain",
-                        Integer.toString(port),
-                        home.resolve("data").toString()))
+        return Paths.get(lib);
+    }
+
+    /** Runs {@code mainClass} with {@code args} on the jars in {@code lib}, its output in {@code home}/server.log. */
+    private static Process launch(Path lib, Path home, List<String> properties, String mainClass, String... args)
+            throws IOException {
+        List<String> command = new ArrayList<>();
+        command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        command.add("-Dzookeeper.4lw.commands.whitelist=*");
+        command.add("-Dzookeeper.admin.enableServer=false"); // it would need Jetty
+        command.addAll(properties);
+        command.addAll(List.of("-cp", lib + "/*", mainClass));
+        command.addAll(List.of(args));
+        return new ProcessBuilder(command)
                 .redirectErrorStream(true)
                 .redirectOutput(home.resolve("server.log").toFile())
                 .start();
-        return new OldServer(process, port);
     }
 
     String connectString() {

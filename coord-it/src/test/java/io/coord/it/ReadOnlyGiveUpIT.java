@@ -1,0 +1,106 @@
+package io.coord.it;
+
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.coord.core.Lease;
+import io.coord.core.LeaseState;
+import io.coord.mutex.ReentrantMutex;
+import io.coord.testkit.ZooKeeperFixture;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.ZooKeeper;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A holder whose server loses its quorum and goes on read-only. A server before 3.7 lets a session reconnect there
+ * (later ones refuse, ZOOKEEPER-3863), and keeps it alive for itself, while the quorum, once back, has expired it: the
+ * connection takes no writes, so coord counts the session's timeout from the drop through it, and the lease is lost
+ * when the timeout has run, while the client is still connected read-only. Curator counts only a suspended
+ * connection, and would report nothing until the quorum is back.
+ */
+@Timeout(120)
+class ReadOnlyGiveUpIT {
+    private static final int SESSION_MS = 10_000; // the longest a 500 ms tick allows: the move to read-only fits in it
+    private List<OldServer> servers = List.of();
+    private final List<CuratorFramework> clients = new ArrayList<>();
+
+    @BeforeEach
+    void startEnsemble() throws Exception {
+        servers = OldServer.startReadOnlyEnsemble("old-zookeeper.lib");
+    }
+
+    @AfterEach
+    void stopEnsemble() throws Exception {
+        clients.forEach(CuratorFramework::close);
+        for (OldServer server : servers) {
+            server.stop();
+        }
+    }
+
+    @Test
+    void aLeaseHeldThroughAReadOnlyConnectionIsLostOnceTheSessionsTimeoutHasRunFromTheDrop() throws Exception {
+        CuratorFramework client = readOnlyCapableClient(servers.get(0));
+        // A server may serve read-only before its ensemble forms: the client moves on once a quorum takes writes.
+        await("the quorum takes writes")
+                .atMost(Duration.ofSeconds(60))
+                .until(() -> handleState(client) == ZooKeeper.States.CONNECTED);
+        ReentrantMutex mutex = new ReentrantMutex(client, ZooKeeperFixture.uniquePath("read-only-give-up"));
+        assertTrue(mutex.acquire(Duration.ofSeconds(30)));
+        Lease lease = mutex.lease();
+        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+        List<ZooKeeper.States> connectionWhenLost = new CopyOnWriteArrayList<>();
+        lease.addStateListener(
+                state -> {
+                    if (state == LeaseState.LOST) {
+                        connectionWhenLost.add(handleState(client));
+                    }
+                },
+                Runnable::run);
+
+        servers.get(1).stop();
+        servers.get(2).stop();
+        await("a read-only connection on the same session")
+                .atMost(Duration.ofSeconds(SESSION_MS / 1_000))
+                .until(() ->
+                        handleState(client) == ZooKeeper.States.CONNECTEDREADONLY || lease.state() == LeaseState.LOST);
+        assertEquals(session, client.getZookeeperClient().getZooKeeper().getSessionId());
+
+        await("the lease lost").atMost(Duration.ofSeconds(40)).until(() -> lease.state() == LeaseState.LOST);
+        assertEquals(List.of(ZooKeeper.States.CONNECTEDREADONLY), connectionWhenLost);
+        assertEquals(session, client.getZookeeperClient().getZooKeeper().getSessionId(), "the session the server kept");
+    }
+
+    private CuratorFramework readOnlyCapableClient(OldServer server) throws InterruptedException {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(server.connectString())
+                .sessionTimeoutMs(SESSION_MS)
+                .connectionTimeoutMs(2_000)
+                .canBeReadOnly(true)
+                .retryPolicy(new RetryNTimes(100, 100))
+                .ensembleTracker(false)
+                .build();
+        clients.add(client);
+        client.start();
+        assertTrue(client.blockUntilConnected(60, TimeUnit.SECONDS), "connected to " + server.connectString());
+        return client;
+    }
+
+    private static ZooKeeper.States handleState(CuratorFramework client) {
+        try {
+            return client.getZookeeperClient().getZooKeeper().getState();
+        } catch (Exception e) {
+            return null;
+        }
+    }
+}
