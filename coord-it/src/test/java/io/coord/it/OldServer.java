@@ -53,7 +53,7 @@ final class OldServer {
 
     /**
      * Starts an ensemble of three servers of the release that {@code libProperty} names, each a process, on free
-     * ports, with a tick of 500 ms (sessions of 1 to 10 s). Each server cut off from the quorum goes on serving reads
+     * ports, with a tick of 500 ms and sessions of 1 to 20 s. Each server cut off from the quorum goes on serving reads
      * (readonlymode.enabled), to clients that accept a read-only connection.
      */
     static List<OldServer> startReadOnlyEnsemble(String libProperty) throws IOException {
@@ -75,7 +75,8 @@ final class OldServer {
             Files.writeString(data.resolve("myid"), Integer.toString(id));
             Path config = Files.writeString(
                     home.resolve("zoo.cfg"),
-                    "tickTime=500\ninitLimit=10\nsyncLimit=4\ndataDir=" + data + "\nclientPort="
+                    "tickTime=500\nmaxSessionTimeout=20000\ninitLimit=10\nsyncLimit=4\ndataDir=" + data
+                            + "\nclientPort="
                             + clientPorts.get(id - 1) + "\n" + peers);
             servers.add(new OldServer(
                     launch(

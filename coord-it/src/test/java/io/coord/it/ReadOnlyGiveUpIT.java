@@ -31,7 +31,8 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(120)
 class ReadOnlyGiveUpIT {
-    private static final int SESSION_MS = 10_000; // the longest a 500 ms tick allows: the move to read-only fits in it
+    // Long enough that the move to read-only (a few seconds after the quorum is lost) comes well within it.
+    private static final int SESSION_MS = 15_000;
     private List<OldServer> servers = List.of();
     private final List<CuratorFramework> clients = new ArrayList<>();
 
