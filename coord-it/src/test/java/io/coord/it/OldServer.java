@@ -1,8 +1,8 @@
 package io.coord.it;
 
+import io.coord.testkit.ZooKeeperEnsemble;
 import io.coord.testkit.ZooKeeperFixture;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -39,7 +39,7 @@ final class OldServer {
     static OldServer start(String libProperty) throws IOException {
         Path lib = lib(libProperty);
         Path home = Files.createTempDirectory(lib.getParent(), lib.getFileName() + "-");
-        int port = freePort();
+        int port = ZooKeeperEnsemble.reservePorts(1).get(0);
         return new OldServer(
                 launch(
                         lib,
@@ -56,38 +56,39 @@ final class OldServer {
      * ports, with a tick of 500 ms and sessions of 1 to 20 s. Each server cut off from the quorum goes on serving reads
      * (readonlymode.enabled), to clients that accept a read-only connection.
      */
-    static List<OldServer> startReadOnlyEnsemble(String libProperty) throws IOException {
+    static List<OldServer> startReadOnlyEnsemble(String libProperty) throws IOException, InterruptedException {
         Path lib = lib(libProperty);
-        List<Integer> clientPorts = List.of(freePort(), freePort(), freePort());
+        List<Integer> ports = ZooKeeperEnsemble.reservePorts(9); // per server: client, quorum, election
         StringBuilder peers = new StringBuilder();
-        for (int id = 1; id <= clientPorts.size(); id++) {
-            peers.append("server.")
-                    .append(id)
-                    .append("=127.0.0.1:")
-                    .append(freePort())
-                    .append(':');
-            peers.append(freePort()).append('\n');
+        for (int id = 1; id <= 3; id++) {
+            peers.append("server.").append(id).append("=127.0.0.1:").append(ports.get(3 * id - 2));
+            peers.append(':').append(ports.get(3 * id - 1)).append('\n');
         }
         List<OldServer> servers = new ArrayList<>();
-        for (int id = 1; id <= clientPorts.size(); id++) {
-            Path home = Files.createTempDirectory(lib.getParent(), lib.getFileName() + "-" + id + "-");
-            Path data = Files.createDirectories(home.resolve("data"));
-            Files.writeString(data.resolve("myid"), Integer.toString(id));
-            Path config = Files.writeString(
-                    home.resolve("zoo.cfg"),
-                    "tickTime=500\nmaxSessionTimeout=20000\ninitLimit=10\nsyncLimit=4\ndataDir=" + data
-                            + "\nclientPort="
-                            + clientPorts.get(id - 1) + "\n" + peers);
-            servers.add(new OldServer(
-                    launch(
-                            lib,
-                            home,
-                            List.of("-Dreadonlymode.enabled=true"),
-                            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                            config.toString()),
-                    clientPorts.get(id - 1)));
+        try {
+            for (int id = 1; id <= 3; id++) {
+                Path home = Files.createTempDirectory(lib.getParent(), lib.getFileName() + "-" + id + "-");
+                Path data = Files.createDirectories(home.resolve("data"));
+                Files.writeString(data.resolve("myid"), Integer.toString(id));
+                int clientPort = ports.get(3 * id - 3);
+                Path config = Files.writeString(
+                        home.resolve("zoo.cfg"),
+                        "tickTime=500\nmaxSessionTimeout=20000\ninitLimit=10\nsyncLimit=4\ndataDir=" + data
+                                + "\nclientPort=" + clientPort + "\n" + peers);
+                servers.add(new OldServer(
+                        launch(
+                                lib,
+                                home,
+                                List.of("-Dreadonlymode.enabled=true"),
+                                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                                config.toString()),
+                        clientPort));
+            }
+            return servers;
+        } catch (IOException | RuntimeException e) {
+            stopAll(servers);
+            throw e;
         }
-        return servers;
     }
 
     private static Path lib(String libProperty) {
@@ -108,10 +109,13 @@ final class OldServer {
         command.addAll(properties);
         command.addAll(List.of("-cp", lib + "/*", mainClass));
         command.addAll(List.of(args));
-        return new ProcessBuilder(command)
+        Process process = new ProcessBuilder(command)
                 .redirectErrorStream(true)
                 .redirectOutput(home.resolve("server.log").toFile())
                 .start();
+        // Not left running past the test JVM, should a test not get to stop it.
+        Runtime.getRuntime().addShutdownHook(new Thread(process::destroyForcibly));
+        return process;
     }
 
     String connectString() {
@@ -143,15 +147,16 @@ final class OldServer {
     }
 
     void stop() throws InterruptedException {
-        process.destroy();
-        if (!process.waitFor(10, TimeUnit.SECONDS)) {
-            process.destroyForcibly().waitFor();
-        }
+        stopAll(List.of(this));
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
+    /** Stops every server at once, and waits until each has ended. */
+    static void stopAll(List<OldServer> servers) throws InterruptedException {
+        servers.forEach(server -> server.process.destroy());
+        for (OldServer server : servers) {
+            if (!server.process.waitFor(10, TimeUnit.SECONDS)) {
+                server.process.destroyForcibly().waitFor();
+            }
         }
     }
 }

@@ -178,17 +178,8 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
 
     /** {@link #specs(int)}, picking from {@code slice}: from its first port up to, not including, its second. */
     static List<InstanceSpec> specs(int count, int[] slice) throws IOException {
-        List<ServerSocket> held = new ArrayList<>();
-        int[] ports = new int[3 * count];
-        int picked = 0;
+        int[] ports = reserve(3 * count, slice);
         try {
-            while (picked < ports.length) {
-                ServerSocket socket = bindBelowEphemeralPorts(slice);
-                held.add(socket);
-                if (RESERVED.add(socket.getLocalPort())) {
-                    ports[picked++] = socket.getLocalPort();
-                }
-            }
             // One directory for the ensemble, which close() deletes: ZooKeeper writes each server's configuration
             // file, at every start, beside the server's data directory, and never deletes it.
             Path root = Files.createTempDirectory(ROOT_PREFIX);
@@ -201,6 +192,36 @@ public final class ZooKeeperEnsemble implements AutoCloseable {
                         new InstanceSpec(data, ports[first], ports[first + 1], ports[first + 2], true, id, TICK_MS, 0));
             }
             return specs;
+        } catch (IOException | RuntimeException | Error e) {
+            for (int port : ports) {
+                RESERVED.remove(port);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * {@code count} different ports for servers a test runs on its own (another release's, each in a process of its
+     * own), picked as an ensemble's are (see {@link #specs(int)}) and reserved in this JVM for good.
+     */
+    public static List<Integer> reservePorts(int count) throws IOException {
+        return Arrays.stream(reserve(count, portSlice())).boxed().toList();
+    }
+
+    /** {@code count} different ports from {@code slice}, each bound until all are picked, and reserved. */
+    private static int[] reserve(int count, int[] slice) throws IOException {
+        List<ServerSocket> held = new ArrayList<>();
+        int[] ports = new int[count];
+        int picked = 0;
+        try {
+            while (picked < ports.length) {
+                ServerSocket socket = bindBelowEphemeralPorts(slice);
+                held.add(socket);
+                if (RESERVED.add(socket.getLocalPort())) {
+                    ports[picked++] = socket.getLocalPort();
+                }
+            }
+            return ports;
         } catch (IOException | RuntimeException | Error e) {
             for (int i = 0; i < picked; i++) {
                 RESERVED.remove(ports[i]);
