@@ -1377,12 +1377,7 @@ public final class ClientContext {
         }
     }
 
-    /**
-     * Under stateLock, when the connection stops taking writes: once that has lasted the session's negotiated timeout
-     * from the drop, the quorum may have given the session up, and its leases are lost. A read-only server keeps no
-     * session for the quorum. Curator's own check of a drop (it injects the session's expiry) runs on its listener
-     * thread, waits with it, and stops counting on a read-only connection.
-     */
+    /** Under stateLock: the connection stopped taking writes at the news numbered {@code drop}; counted from now. */
     private void countFrom(long drop) {
         writesLostAt = drop;
         writesLostNanos = System.nanoTime();
@@ -1390,6 +1385,12 @@ public final class ClientContext {
         leases.stream().map(LeaseImpl::session).distinct().forEach(s -> giveUpLater(drop, s));
     }
 
+    /**
+     * Under stateLock, when the connection stops taking writes: once that has lasted the session's negotiated timeout
+     * from the drop, the quorum may have given the session up, and its leases are lost. A read-only server keeps no
+     * session for the quorum. Curator's own check of a drop (it injects the session's expiry) runs on its listener
+     * thread, waits with it, and stops counting on a read-only connection.
+     */
     private void giveUpLater(long drop, long onSession) {
         long timeoutMillis = client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs();
         if (timeoutMillis > 0) {
