@@ -224,7 +224,7 @@ final class ItemsWatch {
             return new CoordinationException(
                     needsNewer + "the server answered UNIMPLEMENTED", KeeperException.create(code, layout.items()));
         }
-        if (ResultCodes.isInDoubt(code) && context.hasOlderServer()) {
+        if (ResultCodes.isInDoubt(code) && context.server().hasOlderServer()) {
             // Not the loss as its cause: a caller would wait through it as an outage, and send the add again.
             return new CoordinationException(
                     needsNewer + "the server broke the connection under each addWatch, as one before 3.6 does");

@@ -77,7 +77,7 @@ final class ParentWatch {
      * has none to add, and would break the connection at each try.
      */
     CompletableFuture<Void> ensureArmed() {
-        if (context.saidItIsOlder()) {
+        if (context.server().saidItIsOlder()) {
             return CompletableFuture.failedFuture(failure.apply(Code.UNIMPLEMENTED));
         }
         CompletableFuture<Void> answer;
@@ -144,7 +144,7 @@ final class ParentWatch {
             maybeOnServer = true;
             return Step.ADD;
         }
-        if (waiters == 0 && maybeOnServer && !context.persistentWatchesStay()) {
+        if (waiters == 0 && maybeOnServer && !context.server().persistentWatchesStay()) {
             inFlight = true;
             armed = false;
             generation++;
@@ -177,7 +177,7 @@ final class ParentWatch {
         switch (step) {
             case NONE -> {}
             case ADD -> {
-                long connection = context.newerRequestSent();
+                long connection = context.server().newerRequestSent();
                 BackgroundRequests.call(
                                 context,
                                 path,
@@ -200,10 +200,10 @@ final class ParentWatch {
 
     /**
      * {@code code} is null when the request failed without an answer (the client closed). A server before 3.6 may
-     * seem to lose the add with the connection: see {@link ClientContext#answeredAsOlderServer}.
+     * seem to lose the add with the connection: see {@link io.coord.core.internal.ServerSupport#answeredAsOlderServer}.
      */
     private void addAnswered(long sentAt, long connection, Code code, Throwable error) {
-        boolean olderServer = code != null && context.answeredAsOlderServer(code, connection);
+        boolean olderServer = code != null && context.server().answeredAsOlderServer(code, connection);
         boolean inDoubt = code != null && !olderServer && ResultCodes.isInDoubt(code);
         CompletableFuture<Void> answered;
         Step step;
@@ -241,7 +241,7 @@ final class ParentWatch {
         try {
             inFlight = false;
             if (code == Code.MARSHALLINGERROR) {
-                // A server before 3.9 cannot remove it on its own (see ClientContext#persistentWatchesStay): it stays
+                // A server before 3.9 cannot remove it on its own (see ServerSupport#persistentWatchesStay): it stays
                 // on, and is still the one waiters need, unless the session ended meanwhile.
                 armed = sentAt == generation;
             } else if (!inDoubt) {

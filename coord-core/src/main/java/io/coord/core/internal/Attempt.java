@@ -314,7 +314,7 @@ final class Attempt {
         } catch (Exception e) {
             act(todo -> {
                 creating = false; // not sent
-                context.withdrawalDone(OwnNodes.idOf(prefix));
+                context.deletes().withdrawalDone(OwnNodes.idOf(prefix));
                 failWith(e, todo);
             });
         }
@@ -330,7 +330,7 @@ final class Attempt {
                     todo.add(() -> CompletableFuture.allOf(stale.stream()
                                     .map(name -> context.deleteGuaranteed(full(name)))
                                     .toArray(CompletableFuture[]::new))
-                            .thenRun(() -> context.withdrawalDone(id)));
+                            .thenRun(() -> context.deletes().withdrawalDone(id)));
                 }
                 // else it may have landed unseen: the id stays, and the sweep below deletes what it finds by it.
                 // A replayed copy of this create may have landed unseen, even after a sweep at withdrawal. Sweep the
@@ -390,7 +390,7 @@ final class Attempt {
         }
         made.whenComplete((ok, error) -> act(todo -> {
             if (gen != generation || isOver()) {
-                context.withdrawalDone(OwnNodes.idOf(prefix)); // nothing was created
+                context.deletes().withdrawalDone(OwnNodes.idOf(prefix)); // nothing was created
                 return; // withdrawn, failed or queued anew meanwhile
             }
             if (error == null) {
@@ -484,7 +484,7 @@ final class Attempt {
 
     private void grant(List<Runnable> todo) {
         List<String> paths = own.names().stream().map(this::full).toList();
-        LeaseImpl lease = context.newLease(engine, paths, own.token(), own.session());
+        LeaseImpl lease = context.leases().register(engine, paths, own.token(), own.session());
         if (lease == null) {
             enter(todo); // the nodes belong to a session that is no longer ours: dead or dying
             return;
@@ -540,7 +540,8 @@ final class Attempt {
         }
         generation++; // a create still in flight now finds itself stale and deletes what it made
         if (creating) {
-            context.withdrawnInFlight(own.currentId()); // until then, this client's next look passes its nodes by
+            context.deletes()
+                    .withdrawnInFlight(own.currentId()); // until then, this client's next look passes its nodes by
         }
         if (waiting != null) {
             waiting.stop(); // none yet if the attempt ends before it entered

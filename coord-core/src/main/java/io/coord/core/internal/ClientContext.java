@@ -1,12 +1,9 @@
 package io.coord.core.internal;
 
 import io.coord.core.CoordinationException;
-import io.coord.core.LeaseState;
-import io.coord.core.SequenceNode;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,9 +18,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import org.apache.curator.CuratorZookeeperClient;
@@ -45,7 +40,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Everything coord keeps per {@link CuratorFramework}: the one connection-state listener that drives every lease of
  * the client, the session it is on, the contenders and requests still waiting, and the per-path shared state. Every
- * module reaches the client through this registry, namespace facades included.
+ * module reaches the client through this registry, namespace facades included. Its leases ({@link SessionLeases}),
+ * the deletes of its own nodes ({@link GuaranteedDeletes}) and what its server can do ({@link ServerSupport}) are
+ * kept in classes of their own.
  *
  * <p>A context belongs to a client's connection and namespace, not to one {@code CuratorFramework} object: every
  * facade of one namespace shares it. Curator makes a new facade object for a namespace left unused for five
@@ -57,24 +54,7 @@ import org.slf4j.LoggerFactory;
 public final class ClientContext {
     private static final Duration REFUSED_REMOVAL_PAUSE = Duration.ofMillis(100);
     private static final Logger log = LoggerFactory.getLogger(ClientContext.class);
-    private static final Duration THROTTLED_PAUSE = Duration.ofMillis(250);
-    // Connections that broke under a request of ZooKeeper 3.6, before the server carried out one: an older server.
-    private static final int LOSSES_OF_AN_OLDER_SERVER = 3;
-    // What newerRequestSent gives while the client is not connected; never a connection epoch.
-    private static final long NO_CONNECTION = -1;
-    // Answers that only a server that knows a 3.6 request gives: it carried it out, or turned it down on its merits.
-    private static final Set<KeeperException.Code> SERVERS_OWN_ANSWERS = Set.of(
-            KeeperException.Code.OK,
-            KeeperException.Code.THROTTLEDOP,
-            KeeperException.Code.MARSHALLINGERROR,
-            KeeperException.Code.NOAUTH,
-            KeeperException.Code.NONODE,
-            KeeperException.Code.BADARGUMENTS);
-    // Sequence nodes by their sequence, then any other names by name.
-    static final Comparator<String> CREATION_ORDER = Comparator.comparing(
-                    (String name) -> SequenceNode.parse(name).orElse(null),
-                    Comparator.nullsLast(Comparator.naturalOrder()))
-            .thenComparing(Comparator.naturalOrder());
+    static final Duration THROTTLED_PAUSE = Duration.ofMillis(250);
     private static final ReentrantLock REGISTRY_LOCK = new ReentrantLock();
     // Connection -> namespace ("" for none) -> context. Weak both ways: the client keeps its context alive through the
     // listeners it holds, and nothing else does.
@@ -83,17 +63,9 @@ public final class ClientContext {
 
     private final CuratorFramework client;
     private final Executor internal = Executors.internal();
-    private final Set<LeaseImpl> leases = ConcurrentHashMap.newKeySet();
-    // The same leases by the path of each node they hold: a deletion heard finds its lease without a scan.
-    private final Map<String, LeaseImpl> leasesByNode = new ConcurrentHashMap<>();
+    private final GuaranteedDeletes deletes = new GuaranteedDeletes(this);
+    private final ServerSupport server = new ServerSupport(this);
     private final Set<Attempt> attempts = ConcurrentHashMap.newKeySet();
-    // The ids (_c_<id>-) of creates withdrawn while in flight, until what they made is deleted (see
-    // #withdrawnInFlight).
-    private final Set<String> withdrawnIds = ConcurrentHashMap.newKeySet();
-    // The names of our znodes whose delete is sent and not yet answered for good, by parent (see #isLeaving).
-    private final Map<String, Set<String>> deleting = new ConcurrentHashMap<>();
-    // Full paths among them of leases that ended without their holder letting go (see deleteLost).
-    private final Set<String> lostNodes = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean closeNoticed = new AtomicBoolean();
     // Guarded by stateLock: what connected() hands out until the next connection.
     private CompletableFuture<Void> nextConnection;
@@ -101,17 +73,8 @@ public final class ClientContext {
     private final Map<String, PathView> views = new ConcurrentHashMap<>();
     private final Set<String> plainWatchPaths = ConcurrentHashMap.newKeySet();
     private volatile ViewSettings viewSettings = ViewSettings.fromSystemProperties();
-    // Written under stateLock (see answeredAsOlderServer): what the server's answers to 3.6 requests tell of it.
-    private volatile boolean olderServer; // it answered one UNIMPLEMENTED, or broke the connection under each
-    private volatile boolean olderServerGuessed; // olderServer from connections lost, not from an answer
-    private volatile boolean newerServer; // it carried one out
-    // Guarded by stateLock: the connections that broke under a 3.6 request, and the last one counted.
-    private int newerRequestLosses;
-    private long newerRequestLostOn = NO_CONNECTION;
     // Guarded by stateLock: when the client last connected.
     private long connectedAtNanos;
-    private volatile boolean persistentWatchesStay; // it cannot remove a persistent watch on its own (3.6 to 3.8)
-    private volatile boolean persistentWatchesRefused; // its watch manager cannot hold persistent watches at all
     // One watcher object for every node watch of this client. The handle keeps one registration per watcher and
     // path, so waiters that come and go on one node never pile up registrations, even across SharedPath lifetimes.
     private final Watcher nodeWatcher = this::nodeWatchFired;
@@ -126,21 +89,13 @@ public final class ClientContext {
     private static final Duration LONGEST_READ_ONLY_PAUSE = Duration.ofMillis(4_000);
 
     private final ReentrantLock stateLock = new ReentrantLock();
+    private final SessionLeases leases;
     // Written under stateLock; closed is also read without it.
     private boolean connected;
     private volatile boolean closed;
     private long connectionEpoch;
     // Connection events as ZooKeeper's event thread delivers them, in order with the answers to requests.
     private final AtomicLong connectionEvents = new AtomicLong();
-    // Guarded by stateLock: the count of those events when the handle last lost a connection that takes writes, or
-    // WRITABLE while it has one, and when that was. A read-only connection does not stop the count, as it does not
-    // keep the session. Whether news of a connection came since, which the handle, down again, could not confirm.
-    private long writesLostAt = WRITABLE;
-    private long writesLostNanos;
-    private boolean writesMayHaveReturned;
-    // Written under stateLock, read without it: how many of those events the leases have heard.
-    private volatile long newsHeard;
-    private static final long WRITABLE = -1;
     private List<Runnable> onConnected = new ArrayList<>();
     // The session the client was last connected on, 0 if none yet or if it ended: a reconnection on the same one
     // keeps watches and ephemeral nodes, any other is a new session.
@@ -173,6 +128,7 @@ public final class ClientContext {
 
     private ClientContext(CuratorFramework client) {
         this.client = client;
+        this.leases = new SessionLeases(this, stateLock);
     }
 
     /**
@@ -280,20 +236,7 @@ public final class ClientContext {
 
     /** Whether new acquisitions may use a view: enabled, and the server can add persistent watches. */
     public boolean usesViews() {
-        return viewSettings.enabled() && !olderServer && !persistentWatchesStay && !persistentWatchesRefused;
-    }
-
-    /**
-     * The server could not add a persistent watch, though it knows the request: ZooKeeper's optional watch manager
-     * {@code WatchManagerOptimized} ({@code zookeeper.watchManagerName}) holds none, and the server answers such an
-     * add MARSHALLINGERROR. From now on this client uses no view, rather than try one, and fail, per path.
-     */
-    void persistentWatchesRefused() {
-        if (!persistentWatchesRefused) {
-            persistentWatchesRefused = true;
-            log.info("ZooKeeper could not add a persistent watch (MARSHALLINGERROR: a server whose watch manager holds"
-                    + " none, such as WatchManagerOptimized): coord uses predecessor watches on this client");
-        }
+        return viewSettings.enabled() && server.takesViews();
     }
 
     /**
@@ -318,125 +261,29 @@ public final class ClientContext {
         return plainWatchPaths.contains(path);
     }
 
-    /** Whether the server refused to remove a persistent watch on its own (3.6 to 3.8): set ones stay. */
-    public boolean persistentWatchesStay() {
-        return persistentWatchesStay;
+    /** What the server can do, as its answers tell. */
+    public ServerSupport server() {
+        return server;
     }
 
-    /** Whether the server is taken for one before 3.6 (see {@link #answeredAsOlderServer}). */
-    public boolean hasOlderServer() {
-        return olderServer;
-    }
-
-    /** Whether the server said it is older than 3.6 (it answered UNIMPLEMENTED), rather than only seemed so. */
-    public boolean saidItIsOlder() {
-        return olderServer && !olderServerGuessed;
-    }
-
-    /**
-     * The connection a request of ZooKeeper 3.6 (addWatch, a read-only multi) sent now goes out on, for {@link
-     * #answeredAsOlderServer}; none while the client is not connected, nor once the server is known to be newer, when
-     * nothing counts losses any more (every queue read and view add asks: no lock then).
-     */
-    public long newerRequestSent() {
-        if (newerServer) {
-            return NO_CONNECTION;
-        }
+    /** The connection's epoch if the client is connected now, else {@code none}. */
+    long connectionIfUp(long none) {
         stateLock.lock();
         try {
-            return connected ? connectionEpoch : NO_CONNECTION;
+            return connected ? connectionEpoch : none;
         } finally {
             stateLock.unlock();
         }
     }
 
-    /**
-     * What the answer {@code rc} to a request of ZooKeeper 3.6 sent on connection {@code sent} ({@link
-     * #newerRequestSent}) tells of the server: true if it is taken for one before 3.6. From then on this client uses
-     * no view, and reads nodes one by one where it would read them in one multi.
-     *
-     * <p>Such a server answers the request UNIMPLEMENTED at once, ahead of the client's requests still in its pipeline,
-     * and drops the connection. Behind a write, the client takes that answer out of turn for a broken connection, and
-     * the request comes back lost. So until the server has carried out one, the third connection that was up when
-     * such a request went out and broke under it marks an older server too. A later answer from the server itself
-     * takes that guess back.
-     */
-    public boolean answeredAsOlderServer(KeeperException.Code rc, long sent) {
-        if (newerServer && rc != KeeperException.Code.UNIMPLEMENTED) {
-            return olderServer; // known, and no guess left to take back: nothing to count, nor to lock for
-        }
-        boolean older;
-        boolean wasOlder;
-        boolean guessTakenBack = false;
+    /** How long the client has been connected, as its last connection's news tells; for a connected client. */
+    Duration connectedFor() {
         stateLock.lock();
         try {
-            wasOlder = olderServer;
-            if (rc == KeeperException.Code.UNIMPLEMENTED) {
-                olderServerGuessed = false;
-                olderServer = true;
-            } else if (rc == KeeperException.Code.CONNECTIONLOSS) {
-                if (!olderServer && !newerServer && brokeUnderNewerRequest(sent)) {
-                    olderServerGuessed = true;
-                    olderServer = true;
-                }
-            } else if (rc != null && SERVERS_OWN_ANSWERS.contains(rc)) {
-                newerServer = true;
-                guessTakenBack = olderServerGuessed;
-                olderServer &= !olderServerGuessed;
-                olderServerGuessed = false;
-            } // else no news of the server: of the session, or from the client itself
-            older = olderServer;
+            return Duration.ofNanos(System.nanoTime() - connectedAtNanos);
         } finally {
             stateLock.unlock();
         }
-        if (older && !wasOlder) {
-            log.info("ZooKeeper answered a 3.6 request UNIMPLEMENTED, or broke the connection under each (a server"
-                    + " before 3.6): coord uses predecessor watches and reads nodes one by one on this client");
-        } else if (guessTakenBack) {
-            log.info("ZooKeeper carried out a 3.6 request after all: coord uses views again on this client");
-        }
-        return older;
-    }
-
-    /** Under stateLock: counts connection {@code sent} as broken under a 3.6 request, once; true once enough did. */
-    private boolean brokeUnderNewerRequest(long sent) {
-        if (sent == NO_CONNECTION || sent <= newerRequestLostOn) {
-            return false; // sent while not connected, or on a connection counted already
-        }
-        newerRequestLostOn = sent;
-        return ++newerRequestLosses >= LOSSES_OF_AN_OLDER_SERVER;
-    }
-
-    /**
-     * Sends again, as {@link #sendAgain} does, a request of ZooKeeper 3.6 that failed with {@code rc}, a passing
-     * failure; but until the server has carried out one, a lost one goes only once a connection has been up for a
-     * pause. Sent as a connection comes up, it would follow the writes Curator and coord send again then, and a server
-     * before 3.6 would answer it ahead of them and break the connection again, each time (see {@link
-     * #answeredAsOlderServer}). The first pause lets news of the drop come: a loss is told before it.
-     */
-    public void sendNewerAgain(KeeperException.Code rc, Runnable send) {
-        if (newerServer || rc != KeeperException.Code.CONNECTIONLOSS) {
-            sendAgain(rc, send);
-        } else {
-            throttledPause().thenRun(() -> sendOnSettledConnection(send));
-        }
-    }
-
-    private void sendOnSettledConnection(Runnable send) {
-        whenConnected(() -> {
-            Duration up;
-            stateLock.lock();
-            try {
-                up = Duration.ofNanos(System.nanoTime() - connectedAtNanos);
-            } finally {
-                stateLock.unlock();
-            }
-            if (up.compareTo(THROTTLED_PAUSE) >= 0) {
-                send.run();
-            } else {
-                track(Executors.after(THROTTLED_PAUSE.minus(up))).thenRun(() -> sendOnSettledConnection(send));
-            }
-        });
     }
 
     /** The view of {@code path}, retained once: the caller releases it when done. */
@@ -486,37 +333,12 @@ public final class ClientContext {
             return;
         }
         if (event.getType() == Watcher.Event.EventType.NodeDeleted) {
-            nodeDeleted(event.getPath()); // first: a waiter this deletion grants must find the hold already lost
+            leases.nodeDeleted(event.getPath()); // first: a waiter this deletion grants must find the hold already lost
         }
         SharedPath shared = paths.get(ZKPaths.getPathAndNode(event.getPath()).getPath());
         if (shared != null) {
             shared.watchFired(event); // otherwise nobody waits on that path any more
         }
-    }
-
-    /**
-     * The node at {@code path} was deleted, as a waiter of this client heard. If a lease of this client holds it,
-     * somebody else deleted it (a release ends its lease first), and the waiter may be granted now: the lease is
-     * LOST, whether or not it was granted on a view that would have told it.
-     */
-    void nodeDeleted(String path) {
-        LeaseImpl lease = leasesByNode.get(path);
-        if (lease != null) {
-            lease.deletedElsewhere();
-        }
-    }
-
-    /** Whether a lease of this client holds {@code node} under {@code parent}. */
-    boolean holds(String parent, SequenceNode node) {
-        return leasesByNode.containsKey(ZKPaths.makePath(parent, node.name()));
-    }
-
-    /** The names of the nodes under {@code parent} that leases of this client hold. */
-    List<String> heldUnder(String parent) {
-        return leasesByNode.keySet().stream()
-                .filter(node -> ZKPaths.getPathAndNode(node).getPath().equals(parent))
-                .map(ZKPaths::getNodeFromPath)
-                .toList();
     }
 
     void leave(SharedPath shared) {
@@ -707,18 +529,18 @@ public final class ClientContext {
     }
 
     /** Whether the client's handle has a connection that takes writes. */
-    private boolean handleConnected() {
+    boolean handleConnected() {
         return handleHasConnection() && handleState() == ZooKeeper.States.CONNECTED;
     }
 
     /** What the handle says of its connection; null with no handle, or while Curator holds a background error. */
-    private ZooKeeper.States handleState() {
+    ZooKeeper.States handleState() {
         ZooKeeper handle = handle();
         return handle == null ? null : handle.getState();
     }
 
     /** The client's handle; null with none, or while Curator holds a background error. */
-    private ZooKeeper handle() {
+    ZooKeeper handle() {
         try {
             return client.getZookeeperClient().getZooKeeper();
         } catch (Exception e) {
@@ -726,44 +548,32 @@ public final class ClientContext {
         }
     }
 
-    /**
-     * Registers a granted lease, HELD or SUSPECT as the connection stands. Returns null if the znodes belong to a
-     * session other than the current one: such nodes are dead or dying, and must never be reported as held.
-     *
-     * <p>The handle is asked too: Curator tells of a reconnection on a thread of its own, while ZooKeeper's event
-     * thread goes on answering on the new connection, so a grant can be decided before the context hears of it. Such
-     * a lease is held; SUSPECT would end a selector's term before it began. Asked under the lock, after any news of a
-     * drop that came before: such news would have found the handle disconnected already.
-     */
-    LeaseImpl newLease(LeaseEngine engine, List<String> nodes, long fencingToken, long ownerSession) {
-        // Read before the session is checked, so that a handle made since is found by the check. Curator counts a new
-        // handle a moment before it puts it in place, so a grant in that moment records the new handle's index: its
-        // lease then learns of the session's end from the news alone, as every lease did before the index was kept.
-        long handle = handleIndex();
-        stateLock.lock();
-        try {
-            if (closed || ownerSession != sessionId()) {
-                return null;
-            }
-            // Our news of a connection is stale once the handle lost it: the event thread tells leases of that first.
-            boolean held = handleConnected()
-                    || (connected && handleHasConnection() && handleState() != ZooKeeper.States.CONNECTEDREADONLY);
-            LeaseState state = held ? LeaseState.HELD : LeaseState.SUSPECT;
-            LeaseImpl lease = new LeaseImpl(this, engine, nodes, fencingToken, ownerSession, handle, state);
-            leases.add(lease);
-            if (writesLostAt != WRITABLE) { // granted before a drop, registered after it: counted from the drop
-                giveUpLater(writesLostAt, ownerSession);
-            }
-            nodes.forEach(node -> leasesByNode.put(node, lease));
-            return lease;
-        } finally {
-            stateLock.unlock();
-        }
+    /** The leases this client holds, and what the connection's news does to them. */
+    SessionLeases leases() {
+        return leases;
     }
 
-    void forget(LeaseImpl lease) {
-        leases.remove(lease);
-        lease.nodes().forEach(node -> leasesByNode.remove(node, lease));
+    /** Whether the client was seen closed; read under stateLock for an answer ordered with the news. */
+    boolean closeSeen() {
+        return closed;
+    }
+
+    /** Under stateLock: whether Curator's listener thread last told of a connection that takes writes. */
+    boolean heardConnected() {
+        return connected;
+    }
+
+    /** How many of the connection's events ZooKeeper's event thread has delivered. */
+    long eventNews() {
+        return connectionEvents.get();
+    }
+
+    /**
+     * Under stateLock: the news that moves leases, as counted so far: Curator's listener thread's for a client with no
+     * event listeners, else the event thread's.
+     */
+    long leaseNewsEpoch() {
+        return facade ? connectionEpoch : connectionEvents.get();
     }
 
     /**
@@ -859,118 +669,12 @@ public final class ClientContext {
      * the first answer comes, whatever it says, and at once if the client is closed.
      */
     public CompletableFuture<Void> deleteGuaranteed(String path) {
-        CompletableFuture<Void> answered = new CompletableFuture<>();
-        ZKPaths.PathAndNode parentAndName = ZKPaths.getPathAndNode(path);
-        deleting.compute(parentAndName.getPath(), (parent, names) -> {
-            Set<String> now = names != null ? names : ConcurrentHashMap.newKeySet();
-            now.add(parentAndName.getNode());
-            return now;
-        });
-        try {
-            client.delete()
-                    .guaranteed()
-                    .inBackground((c, event) -> {
-                        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
-                        if (rc == KeeperException.Code.NOTREADONLY) {
-                            writable().thenRun(() -> deleteGuaranteed(path));
-                        } else if (ResultCodes.isPassing(rc)) {
-                            sendAgain(rc, () -> deleteGuaranteed(path));
-                        } else {
-                            logFailedDelete(path, event);
-                            deleted(parentAndName);
-                        }
-                        answered.complete(null);
-                    })
-                    .forPath(path);
-        } catch (Exception e) {
-            // The client is closed: its session, and with it the ephemeral znode, is gone or going.
-            log.debug("delete of {} left to the session's end", path, e);
-            deleted(parentAndName);
-            answered.complete(null);
-        }
-        return answered;
+        return deletes.delete(path);
     }
 
-    /**
-     * Deletes a node of a lease that ended without its holder letting go: lost with its session, or found gone or
-     * another session's. Its holder may not know yet, and a write it fences on this node commits while the node lives;
-     * so this client's contenders wait for the node to go, as everyone else's do, rather than leave it out of the queue
-     * as they do a released one (see {@link #isLeaving}). Only the wait for the delete's answer is longer.
-     */
-    void deleteLost(String path) {
-        lostNodes.add(path);
-        deleteGuaranteed(path);
-    }
-
-    /**
-     * Sends every delete of ours not yet answered for good again, at once. Curator sends a request lost with its
-     * connection again only after its retry policy's sleep, while what is sent on the new connection goes out at
-     * once: a released node would hold up everyone else, and tell them a holder is still there, for that long.
-     * A delete answered meanwhile costs one request that finds nothing. Each parent's are sent in creation order, so
-     * that of a lease of several the first node, the one its holder fences writes on, is sent first (Curator's own
-     * retries of the first sends follow their own order).
-     */
-    private void resendDeletes() {
-        deleting.forEach((parent, names) -> names.stream()
-                .sorted(CREATION_ORDER)
-                .toList()
-                .forEach(name -> deleteGuaranteed(ZKPaths.makePath(parent, name))));
-    }
-
-    /** The delete of a znode of ours was answered for good: gone, or never to be deleted by us. */
-    private void deleted(ZKPaths.PathAndNode parentAndName) {
-        if (!lostNodes.isEmpty()) {
-            lostNodes.remove(ZKPaths.makePath(parentAndName.getPath(), parentAndName.getNode()));
-        }
-        deleting.computeIfPresent(parentAndName.getPath(), (parent, names) -> {
-            names.remove(parentAndName.getNode());
-            return names.isEmpty() ? null : names;
-        });
-    }
-
-    /**
-     * An attempt of this client withdrew while its create, named with {@code id}, was in flight. That create lands
-     * before any the caller sends next, and what it made is deleted only once its reply comes, after the next one's:
-     * until then this client's contenders leave its nodes out of the queue (see {@link #isLeaving}), so that a look
-     * sent right after the withdrawal is not refused behind them. Nobody is ever granted on such a node.
-     */
-    void withdrawnInFlight(String id) {
-        withdrawnIds.add(id);
-    }
-
-    /**
-     * What the create named with {@code id} made is deleted, or it made nothing. One whose reply was lost is never
-     * called done: a copy may have landed unseen, so its id stays for the client's life, a few bytes each time.
-     */
-    void withdrawalDone(String id) {
-        withdrawnIds.remove(id);
-    }
-
-    /**
-     * Whether {@code node}, a child of {@code parent}, is on its way out at this client's own hand: made by a create
-     * this client withdrew in flight and not deleted yet, or one whose delete this client has sent and not seen
-     * answered. Such a node holds nothing, so this client's contenders leave it out of the queue. A delete normally
-     * lands before anything the client sends next, but one lost with the connection is sent again only once the
-     * client hears of the new connection ({@link #resendDeletes}), while a request made meanwhile (by a listener of
-     * the application that heard first) goes out at once: without this, a release during a connection blip could
-     * refuse the same thread's next look, or hold up its next acquisition, behind its own released node. Others still
-     * see the node until it goes, which only makes them wait longer. A node of a lost lease is no such node (see
-     * {@link #deleteLost}).
-     */
-    boolean isLeaving(String parent, SequenceNode node) {
-        if (!withdrawnIds.isEmpty()
-                && node.protectionId().map(withdrawnIds::contains).orElse(false)) {
-            return true;
-        }
-        Set<String> names = deleting.isEmpty() ? null : deleting.get(parent);
-        return names != null
-                && names.contains(node.name())
-                && (lostNodes.isEmpty() || !lostNodes.contains(ZKPaths.makePath(parent, node.name())));
-    }
-
-    /** Whether a node of this client under {@code parent} may be on its way out: only then is a queue searched. */
-    boolean anyLeaving(String parent) {
-        return !withdrawnIds.isEmpty() || deleting.containsKey(parent);
+    /** This client's deletes of its own znodes, and which of its nodes are on their way out. */
+    GuaranteedDeletes deletes() {
+        return deletes;
     }
 
     /**
@@ -1009,7 +713,7 @@ public final class ClientContext {
                             (rc, p, ctx) -> {
                                 KeeperException.Code code = KeeperException.Code.get(rc);
                                 if (persistent && code == KeeperException.Code.MARSHALLINGERROR) {
-                                    markPersistentWatchesStay(path); // before anyone hears the answer
+                                    server.persistentWatchRemovalRefused(path); // before anyone hears the answer
                                 }
                                 done.complete(code == KeeperException.Code.NOWATCHER ? KeeperException.Code.OK : code);
                             },
@@ -1027,32 +731,8 @@ public final class ClientContext {
         return done;
     }
 
-    /**
-     * The server could not read a removal of persistent watches: a server of 3.6 to 3.8 adds them but removes watches
-     * only by the types it knew before (Data, Children, Any), and Any would take the watches of everyone else on this
-     * connection and path too. So the watch stays until the session ends, and from now on this client takes no view,
-     * so that no more stay behind.
-     */
-    private void markPersistentWatchesStay(String path) {
-        if (!persistentWatchesStay) {
-            persistentWatchesStay = true;
-            log.info(
-                    "ZooKeeper could not remove the persistent watch on {} (a server before 3.9): coord uses"
-                            + " predecessor watches on this client from now on, and the persistent watches it has"
-                            + " set stay until the session ends",
-                    path);
-        }
-    }
-
     public static CoordinationException closedError(String path) {
         return new CoordinationException("the client was closed while waiting for " + path);
-    }
-
-    private static void logFailedDelete(String path, CuratorEvent event) {
-        int rc = event.getResultCode();
-        if (rc != KeeperException.Code.OK.intValue() && rc != KeeperException.Code.NONODE.intValue()) {
-            log.debug("delete of {} answered {}", path, KeeperException.Code.get(rc));
-        }
     }
 
     /** Curator's news of the connection, on its listener thread (and from a test playing news that comes late). */
@@ -1078,46 +758,30 @@ public final class ClientContext {
                     ready = onConnected;
                     onConnected = new ArrayList<>();
                     if (event == SessionEvent.NEW_SESSION && session != 0) {
-                        // A session never comes back: a lease of an older one is lost, even if no LOST told of it
-                        // (Curator tells of no second loss while it still reports the first).
-                        long now = session;
-                        lost = lostWithSession(
-                                leases.stream().filter(l -> l.session() != now).toList());
+                        lost = leases.endSessionsOtherThan(session);
                     }
                     // Not state(): a close noticed there would fail attempts under this lock, which grants take
                     // after their own. A client with event listeners confirmed them on its event thread already.
-                    toConfirm = facade
-                            ? leases.stream()
-                                    .filter(l -> l.current() == LeaseState.SUSPECT)
-                                    .toList()
-                            : List.of();
+                    toConfirm = facade ? leases.suspects() : List.of();
                 }
                 case SUSPENDED, READ_ONLY -> {
                     connected = false;
                     if (facade) { // otherwise the event thread told them, and may have seen the next connection since
-                        leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
+                        leases.suspectAll();
                     }
                 }
                 case LOST -> {
-                    // LOST can arrive after the next session is up: leases granted on that one are not lost. The
-                    // handle may also still report the ended session: the one we tracked is lost all the same,
-                    // unless this is late news, and the session we track goes on.
-                    long current = sessionId();
                     connected &= lateLoss;
-                    lost = lostWithSession(leases.stream()
-                            .filter(l -> l.session() != current || (l.session() == tracked && !lateLoss))
-                            .toList());
+                    lost = leases.sessionLost(sessionId(), tracked, lateLoss);
                 }
             }
         } finally {
             stateLock.unlock();
         }
         if (state == ConnectionState.CONNECTED || state == ConnectionState.RECONNECTED) {
-            resendDeletes(); // before the views read again, so that their reads come after the deletes
+            deletes.resendAll(); // before the views read again, so that their reads come after the deletes
         }
-        // If the expiry was only declared by the client, the old session may linger on the server for a whole session
-        // timeout. Deleting its nodes, retried until the next connection carries it, lets the next holder in at once.
-        lost.forEach(l -> l.nodes().forEach(this::deleteLost));
+        leases.deleteNodes(lost);
         if (event != null) { // late news changes nothing for them: they heard of the session that followed
             sessionListeners.forEach(l -> l.sessionChanged(event));
             views.values().forEach(v -> v.sessionChanged(event));
@@ -1133,7 +797,7 @@ public final class ClientContext {
         } else if (state == ConnectionState.SUSPENDED || state == ConnectionState.READ_ONLY) {
             List.copyOf(attempts).forEach(Attempt::suspended); // one look cannot wait for the connection
         }
-        confirmAll(toConfirm, epoch);
+        leases.confirmAll(toConfirm, epoch);
         ready.forEach(internal::execute);
     }
 
@@ -1157,124 +821,6 @@ public final class ClientContext {
         }
     }
 
-    /** Moves each lease to LOST with its session; returns those that moved (not one a close released meanwhile). */
-    private static List<LeaseImpl> lostWithSession(List<LeaseImpl> leases) {
-        List<LeaseImpl> moved = new ArrayList<>(leases.size());
-        for (LeaseImpl lease : leases) {
-            if (lease.lostWithSession()) {
-                moved.add(lease);
-            }
-        }
-        return moved;
-    }
-
-    /**
-     * After a reconnect, a SUSPECT lease is HELD again only if its znode still belongs to this session. The server the
-     * client reconnected to may lag behind the leader, and still list a znode deleted meanwhile (a forced revocation):
-     * one sync first, and the reads once it is answered, makes them as fresh as the leader. A sync refused on a live
-     * connection asks again.
-     */
-    private void confirmAll(List<LeaseImpl> leases, long epoch) {
-        if (leases.isEmpty()) {
-            return;
-        }
-        try {
-            client.sync()
-                    .inBackground((c, event) -> {
-                        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
-                        if (rc == KeeperException.Code.OK) {
-                            leases.forEach(lease -> confirm(lease, epoch));
-                        } else if (rc != KeeperException.Code.CONNECTIONLOSS
-                                && rc != KeeperException.Code.SESSIONEXPIRED) {
-                            leases.forEach(lease -> confirmed(lease, epoch, NodeCheck.ASK_AGAIN));
-                        } // else the next connection's news checks them again
-                    })
-                    .forPath(leases.get(0).path());
-        } catch (Exception e) {
-            log.debug("could not sync before confirming {}", leases.get(0).path(), e);
-        }
-    }
-
-    /** What a check of one of a lease's nodes found. In order: the verdict on the lease is its worst node's. */
-    private enum NodeCheck {
-        OURS,
-        ASK_AGAIN,
-        GONE
-    }
-
-    /** Checks every node of the lease: one of a semaphore's permits may be gone while the first is still ours. */
-    private void confirm(LeaseImpl lease, long epoch) {
-        List<String> nodes = lease.nodes();
-        AtomicInteger left = new AtomicInteger(nodes.size());
-        AtomicReference<NodeCheck> worst = new AtomicReference<>(NodeCheck.OURS);
-        for (String node : nodes) {
-            try {
-                client.checkExists()
-                        .inBackground((c, event) -> {
-                            NodeCheck found = check(lease, event);
-                            worst.accumulateAndGet(found, (a, b) -> a.compareTo(b) >= 0 ? a : b);
-                            if (left.decrementAndGet() == 0) {
-                                confirmed(lease, epoch, worst.get());
-                            }
-                        })
-                        .forPath(node);
-            } catch (Exception e) {
-                log.debug("could not confirm {}", node, e);
-                return;
-            }
-        }
-    }
-
-    private NodeCheck check(LeaseImpl lease, CuratorEvent event) {
-        KeeperException.Code rc = KeeperException.Code.get(event.getResultCode());
-        if (rc == KeeperException.Code.OK) {
-            if (event.getStat() == null || event.getStat().getEphemeralOwner() != lease.session()) {
-                return NodeCheck.GONE;
-            }
-            // The node outlives its session for a while: ours only if the handle still is on that session. A handle
-            // that cannot say (Curator handed its background error to this call instead) is asked again.
-            long current = sessionId();
-            return current == lease.session() ? NodeCheck.OURS : current == 0 ? NodeCheck.ASK_AGAIN : NodeCheck.GONE;
-        }
-        return rc == KeeperException.Code.NONODE ? NodeCheck.GONE : NodeCheck.ASK_AGAIN;
-    }
-
-    private void confirmed(LeaseImpl lease, long epoch, NodeCheck verdict) {
-        boolean lost = false;
-        boolean current;
-        stateLock.lock();
-        try {
-            // The connection moved on if the news did, or is read-only now: the next connection confirms again. The
-            // event thread delivers an answer before the news of the drop that follows it.
-            current = epoch == (facade ? connectionEpoch : connectionEvents.get())
-                    && (verdict != NodeCheck.OURS || handleConnected());
-            if (current) {
-                switch (verdict) {
-                    case OURS -> lease.moveTo(LeaseState.HELD);
-                    case GONE -> lost = lease.moveTo(LeaseState.LOST);
-                    case ASK_AGAIN -> {}
-                }
-            }
-        } finally {
-            stateLock.unlock();
-        }
-        if (verdict == NodeCheck.OURS) {
-            lease.nodeSeen(); // after the move, and outside the lock: what waits for it runs here, and reads the state
-        }
-        if (lost) {
-            // What is left of it would hold its place (a semaphore's other permits) for as long as the session lives.
-            lease.nodes().forEach(this::deleteLost);
-        } else if (current && verdict == NodeCheck.ASK_AGAIN) {
-            // Once connected; a refusal while connected (a busy server's THROTTLEDOP, say) after a pause, not at once.
-            Runnable again = () -> confirmAll(List.of(lease), epoch);
-            if (isConnected()) {
-                sendAgainLater(again);
-            } else {
-                whenConnected(again);
-            }
-        }
-    }
-
     /** Curator's events, on ZooKeeper's event thread: the connection's own among them, as the handle delivers them. */
     private void curatorEvent(CuratorFramework c, CuratorEvent event) {
         if (event.getType() == CuratorEventType.WATCHED
@@ -1283,179 +829,15 @@ public final class ClientContext {
                 // Not a change of connection: with SASL it follows SyncConnected, ahead of any answer on that one.
                 && event.getWatchedEvent().getState() != Watcher.Event.KeeperState.SaslAuthenticated) {
             connectionEvents.incrementAndGet();
-            leasesHear(event.getWatchedEvent().getState());
+            leases.hear(event.getWatchedEvent().getState());
         }
         if (event.getType() == CuratorEventType.CLOSING) {
             closed();
         }
     }
 
-    /**
-     * The connection's news as ZooKeeper's event thread delivers it, which moves the leases: SUSPECT on a drop (and on a
-     * read-only connection, which takes no writes), HELD again once a check on the next connection finds their nodes
-     * still this session's, LOST with an ended session. Curator's listener thread brings the same news later, and
-     * can lag a whole outage behind (an application's listener that blocks holds it up): a holder must not lead on,
-     * or a selector's task run on, for want of it, nor wait for it to lead again. That thread moves leases only for a
-     * client with no event listeners; the rest (waiters, views, the session tracked) still waits for it.
-     */
-    private void leasesHear(Watcher.Event.KeeperState state) {
-        long news = connectionEvents.get();
-        // Curator puts a new handle in place before its watchers hear the news that made it: on an expiry, and on a
-        // change of the connection string, which tells of no expiry at all. An older handle's session is over. A
-        // handle's news can also come late, behind the next handle's own, each on its own event thread: what the
-        // current handle says of itself decides, not the news alone.
-        long index = handleIndex();
-        Handle now = Handle.read(this);
-        List<LeaseImpl> ended = new ArrayList<>();
-        List<LeaseImpl> toConfirm = List.of();
-        stateLock.lock();
-        try {
-            leases.stream().filter(l -> l.handle() < index).forEach(ended::add);
-            switch (state) {
-                case Disconnected, ConnectedReadOnly -> {
-                    leases.forEach(l -> l.moveTo(LeaseState.SUSPECT));
-                    // The count starts again if the session may have been renewed since the last drop.
-                    if (writesLostAt == WRITABLE || writesMayHaveReturned) {
-                        countFrom(news);
-                    }
-                }
-                case SyncConnected -> {
-                    // A handle down again by now has its drop's news on the way, which counts from then on; news of an
-                    // older handle, out of turn, leaves the count to go on.
-                    if (now.writable()) {
-                        writesLostAt = WRITABLE;
-                        writesMayHaveReturned = false;
-                    } else {
-                        writesMayHaveReturned = writesLostAt != WRITABLE;
-                    }
-                    // A session never comes back: a lease of another one than the handle connected on is over. With
-                    // the handle's session unknown, the check of each node tells (see check).
-                    if (now.known() && now.session() != 0) {
-                        leases.stream()
-                                .filter(l -> l.session() != now.session())
-                                .forEach(ended::add);
-                    }
-                    toConfirm = leases.stream()
-                            .filter(l ->
-                                    l.current() == LeaseState.SUSPECT && (!now.known() || l.session() == now.session()))
-                            .toList();
-                }
-                // Every lease but one of the next session, if that one is up already (this news may come late).
-                case Expired -> {
-                    if (now.known()) {
-                        leases.stream()
-                                .filter(l -> now.session() == 0 || l.session() != now.session())
-                                .forEach(ended::add);
-                    }
-                }
-                default -> {}
-            }
-            newsHeard++;
-        } finally {
-            stateLock.unlock();
-        }
-        List<LeaseImpl> lost = lostWithSession(ended.stream().distinct().toList());
-        lost.forEach(l -> l.nodes().forEach(this::deleteLost));
-        confirmAll(toConfirm, news);
-    }
-
-    /**
-     * What the client's current handle says of itself. Read outside stateLock: reading it can make Curator replace it
-     * (a changed connection string), which waits for the old handle's threads. Not known while Curator holds a
-     * background error, which the read takes.
-     */
-    private record Handle(boolean known, long session, boolean writable) {
-        static Handle read(ClientContext context) {
-            // Curator hands out one background error per read: the next read, if there is no other, has the handle.
-            ZooKeeper handle = context.handle();
-            if (handle == null) {
-                handle = context.handle();
-            }
-            return handle == null
-                    ? new Handle(false, 0, false)
-                    : new Handle(true, handle.getSessionId(), handle.getState() == ZooKeeper.States.CONNECTED);
-        }
-    }
-
-    /** Under stateLock: the connection stopped taking writes at the news numbered {@code drop}; counted from now. */
-    private void countFrom(long drop) {
-        writesLostAt = drop;
-        writesLostNanos = System.nanoTime();
-        writesMayHaveReturned = false;
-        leases.stream().map(LeaseImpl::session).distinct().forEach(s -> giveUpLater(drop, s));
-    }
-
-    /**
-     * Under stateLock, when the connection stops taking writes: once that has lasted the session's negotiated timeout
-     * from the drop, the quorum may have given the session up, and its leases are lost. A read-only server keeps no
-     * session for the quorum. Curator's own check of a drop (it injects the session's expiry) runs on its listener
-     * thread, waits with it, and stops counting on a read-only connection.
-     */
-    private void giveUpLater(long drop, long onSession) {
-        long timeoutMillis = client.getZookeeperClient().getLastNegotiatedSessionTimeoutMs();
-        if (timeoutMillis > 0) {
-            Duration left = Duration.ofMillis(timeoutMillis).minusNanos(System.nanoTime() - writesLostNanos);
-            Executors.later(() -> givenUp(drop, onSession), left.isNegative() ? Duration.ZERO : left);
-        }
-    }
-
-    /**
-     * Ends the leases of {@code onSession} if the connection has taken no writes since the drop. If the handle takes
-     * writes on that session, its news is on its way (a slow callback holds its event thread up), or came out of turn
-     * behind an older handle's drop: the count stops, and the leases that drop made SUSPECT are checked. The handle is
-     * read again while the leases hear news meanwhile: a drop heard then, which found the count running and left it,
-     * starts it again from now if a read before it found the handle taking writes on that session.
-     */
-    private void givenUp(long drop, long onSession) {
-        boolean seenBack = false;
-        List<LeaseImpl> lost = List.of();
-        List<LeaseImpl> toConfirm = List.of();
-        long news;
-        while (true) {
-            long heard = newsHeard;
-            Handle now = Handle.read(this);
-            boolean back = now.writable() && now.session() == onSession;
-            seenBack |= back;
-            stateLock.lock();
-            try {
-                if (closed || writesLostAt != drop) {
-                    return;
-                }
-                if (newsHeard != heard) {
-                    continue;
-                }
-                news = connectionEvents.get();
-                if (back) {
-                    writesLostAt = WRITABLE;
-                    writesMayHaveReturned = false;
-                    toConfirm = leases.stream()
-                            .filter(l -> l.current() == LeaseState.SUSPECT && l.session() == onSession)
-                            .toList();
-                } else if (seenBack) {
-                    countFrom(news);
-                } else {
-                    lost = lostWithSession(leases.stream()
-                            .filter(l -> l.session() == onSession)
-                            .toList());
-                }
-                break;
-            } finally {
-                stateLock.unlock();
-            }
-        }
-        if (!lost.isEmpty()) {
-            log.info(
-                    "the connection took no writes for the session's timeout: {} of session 0x{} lost",
-                    lost,
-                    Long.toHexString(onSession));
-        }
-        lost.forEach(l -> l.nodes().forEach(this::deleteLost));
-        confirmAll(toConfirm, news);
-    }
-
     /** The client is closed: its session is closed with it, which deletes every ephemeral node. */
     void closed() {
-        List<LeaseImpl> lost;
         boolean first;
         stateLock.lock();
         try {
@@ -1463,8 +845,7 @@ public final class ClientContext {
             closed = true;
             connected = false;
             onConnected = new ArrayList<>();
-            lost = List.copyOf(leases);
-            lost.forEach(LeaseImpl::lostWithSession);
+            leases.closeAll();
         } finally {
             stateLock.unlock();
         }

@@ -225,7 +225,7 @@ final class LeaseImpl implements Lease {
     /** Somebody else deleted a node of ours (a forced revocation): LOST, and the rest of a multi-node lease goes too. */
     void deletedElsewhere() {
         if (moveTo(LeaseState.LOST)) {
-            nodes.forEach(context::deleteLost);
+            nodes.forEach(context.deletes()::deleteLost);
         }
     }
 
@@ -317,7 +317,7 @@ final class LeaseImpl implements Lease {
 
     private void end(LeaseState next, boolean onCallersThread, Runnable beforeEnd) {
         try {
-            context.forget(this);
+            context.leases().forget(this);
             beforeEnd.run();
         } finally {
             if (onCallersThread && listeners.isEmpty() && events.isIdle()) {

@@ -26,7 +26,7 @@ import org.apache.zookeeper.OpResult;
  * which gives up when the client's retry policy does.
  *
  * <p>A server before 3.6 answers UNIMPLEMENTED (and drops the connection), or seems to lose the request with the
- * connection (see {@link ClientContext#answeredAsOlderServer}): from then on the client reads such batches node by node,
+ * connection (see {@link ServerSupport#answeredAsOlderServer}): from then on the client reads such batches node by node,
  * with the same results, one request per node.
  *
  * <p>A reply must fit the client's {@code jute.maxbuffer}: the client takes a bigger one for a broken connection,
@@ -130,7 +130,7 @@ public final class MultiRead {
         if (batch.answer().isDone()) {
             return; // the client was closed
         }
-        if (context.hasOlderServer()) {
+        if (context.server().hasOlderServer()) {
             readEach(batch);
             return;
         }
@@ -140,7 +140,7 @@ public final class MultiRead {
                 .map(path -> Op.getData(ZKPaths.fixForNamespace(namespace, path)))
                 .toList();
         OperationTrace trace = client.getZookeeperClient().startAdvancedTracer("MultiReadImpl-Background");
-        long sent = context.newerRequestSent();
+        long sent = context.server().newerRequestSent();
         try {
             client.getZookeeperClient()
                     .getZooKeeper()
@@ -158,7 +158,7 @@ public final class MultiRead {
 
     private static void answered(Batch batch, int lost, long sent, Code code, List<OpResult> results) {
         ClientContext context = batch.context();
-        boolean olderServer = context.answeredAsOlderServer(results != null ? Code.OK : code, sent);
+        boolean olderServer = context.server().answeredAsOlderServer(results != null ? Code.OK : code, sent);
         if (results != null) {
             batch.answer().complete(results); // the code is then the first read's error, if any
         } else if (olderServer) {
@@ -166,7 +166,7 @@ public final class MultiRead {
         } else if (ResultCodes.isInDoubt(code) && batch.resend() && !context.isClosed()) {
             // Lost twice running: perhaps the reply is too big (nodes written by others may hold up to a reply's
             // worth each), which breaks the connection each time. Halves are read instead, down to single nodes.
-            context.sendNewerAgain(code, () -> {
+            context.server().sendNewerAgain(code, () -> {
                 if (lost == 0 || batch.paths().size() == 1) {
                     send(batch, lost + 1);
                 } else {

@@ -45,7 +45,7 @@ public final class PathFollower implements AutoCloseable {
         ClientContext context = ClientContext.of(client);
         PathView view = context.usesViews()
                 ? context.retainView(path)
-                : context.persistentWatchesStay() ? context.retainExistingView(path) : null;
+                : context.server().persistentWatchesStay() ? context.retainExistingView(path) : null;
         if (view == null) {
             return Optional.empty();
         }

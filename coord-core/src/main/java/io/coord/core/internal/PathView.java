@@ -329,10 +329,11 @@ final class PathView {
                 }
             }
             if (!strays.isEmpty()
-                    || (context.anyLeaving(path) && queue.stream().anyMatch(node -> context.isLeaving(path, node)))) {
+                    || (context.deletes().anyLeaving(path)
+                            && queue.stream().anyMatch(node -> context.deletes().isLeaving(path, node)))) {
                 List<SequenceNode> kept = new ArrayList<>(queue);
                 kept.removeAll(strays);
-                kept.removeIf(node -> context.isLeaving(path, node)); // being deleted by this client
+                kept.removeIf(node -> context.deletes().isLeaving(path, node)); // being deleted by this client
                 queue = kept;
             }
             Decision decision = predicate.evaluate(queue, queue.size() - 1);
@@ -469,7 +470,7 @@ final class PathView {
      * the read adds one on a view that was live before).
      */
     private void add(List<Runnable> todo) {
-        if (context.hasOlderServer()) {
+        if (context.server().hasOlderServer()) {
             becomeUnusable(Unusable.UNSUPPORTED, todo); // the add would break the connection once more
             return;
         }
@@ -480,7 +481,7 @@ final class PathView {
         wantWatch = false;
         Watcher watcher = event -> watched(gen, event);
         todo.add(() -> {
-            long sent = context.newerRequestSent();
+            long sent = context.server().newerRequestSent();
             try {
                 context.client()
                         .watchers()
@@ -501,7 +502,7 @@ final class PathView {
     private void added(int gen, long sent, Code rc) {
         // The session of the handle that answered: Curator may have sent the add again on a newer one.
         long session = context.sessionId();
-        boolean olderServer = context.answeredAsOlderServer(rc, sent);
+        boolean olderServer = context.server().answeredAsOlderServer(rc, sent);
         act(todo -> {
             log.debug("{}: watch of generation {} added: {}", this, gen, rc);
             if (gen != generation || watch != WatchState.ADDING) {
@@ -529,13 +530,14 @@ final class PathView {
                 }
                 case MARSHALLINGERROR -> {
                     watch = WatchState.NONE;
-                    context.persistentWatchesRefused();
+                    context.server().persistentWatchesRefused();
                     becomeUnusable(Unusable.UNSUPPORTED, todo);
                 }
                 default -> {
                     watch = WatchState.NONE;
                     if (ResultCodes.isPassing(rc)) {
-                        todo.add(() -> context.sendNewerAgain(rc, this::addAgain)); // lost, or a busy server's refusal
+                        todo.add(() -> context.server()
+                                .sendNewerAgain(rc, this::addAgain)); // lost, or a busy server's refusal
                     } else {
                         becomeUnusable(Unusable.UNSUPPORTED, todo);
                     }
@@ -757,7 +759,7 @@ final class PathView {
         if (readSession == 0 || readSession != context.sessionId()) {
             return; // sent for an older session, or resent on a newer one: it cannot speak for this session's nodes
         }
-        Set<String> known = new LinkedHashSet<>(context.heldUnder(path));
+        Set<String> known = new LinkedHashSet<>(context.leases().heldUnder(path));
         known.addAll(listeners.listened());
         List<SequenceNode> gone = known.stream()
                 .flatMap(name -> SequenceNode.parse(name).stream())
@@ -767,7 +769,7 @@ final class PathView {
         // is told, a hold granted without the view included.
         for (SequenceNode node : gone) {
             String deleted = ZKPaths.makePath(path, node.name());
-            todo.add(() -> context.nodeDeleted(deleted));
+            todo.add(() -> context.leases().nodeDeleted(deleted));
         }
         gone.forEach(node -> listeners.deleted(node, todo));
     }
@@ -1011,7 +1013,7 @@ final class PathView {
             // A hold of this client on the node is lost before anyone listening is told, so that a waiter granted
             // by the deletion never sits beside a hold that still says HELD (one granted without the view included).
             String deleted = ZKPaths.makePath(path, child);
-            todo.add(() -> context.nodeDeleted(deleted));
+            todo.add(() -> context.leases().nodeDeleted(deleted));
             listeners.deleted(node, todo);
         }
         if (gone.isPresent()) {

@@ -60,7 +60,7 @@ final class Revocations {
             // several that found one node missing deleted none, and says nothing of the others.
             if (deleted || lease.size() == 1) {
                 ClientContext context = ClientContext.of(client);
-                lease.forEach(node -> context.nodeDeleted(node(path, node)));
+                lease.forEach(node -> context.leases().nodeDeleted(node(path, node)));
             }
             return deleted;
         }
@@ -88,14 +88,14 @@ final class Revocations {
     private static List<SequenceNode> heldLease(
             CuratorFramework client, String path, LeasePredicate predicate, SequenceNode target) throws Exception {
         ClientContext context = ClientContext.of(client);
-        if (context.isLeaving(path, target)) {
+        if (context.deletes().isLeaving(path, target)) {
             return List.of(); // released, or withdrawn, by this client: its delete is on its way
         }
         // Decided as the target's owner decides. A lease of this client is judged as its contenders judge, passing by
         // its own nodes on their way out; another client still counts those nodes, and waits behind them.
         List<SequenceNode> queue = new ArrayList<>(Participants.queue(client, path));
-        if (context.anyLeaving(path) && context.holds(path, target)) {
-            queue.removeIf(node -> context.isLeaving(path, node));
+        if (context.deletes().anyLeaving(path) && context.leases().holds(path, target)) {
+            queue.removeIf(node -> context.deletes().isLeaving(path, node));
         }
         if (!queue.contains(target)) {
             return List.of();

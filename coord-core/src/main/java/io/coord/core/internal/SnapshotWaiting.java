@@ -121,7 +121,7 @@ final class SnapshotWaiting implements Waiting, SharedPath.WatchSubscriber {
             if (own.isStray(node) && snapshot.prune(node)) {
                 String stray = attempt.full(node.name());
                 todo.add(() -> attempt.context.deleteGuaranteed(stray));
-            } else if (attempt.context.isLeaving(attempt.path(), node)) {
+            } else if (attempt.context.deletes().isLeaving(attempt.path(), node)) {
                 snapshot.prune(node); // released, or withdrawn in flight, by this client, which deletes it
             }
         }

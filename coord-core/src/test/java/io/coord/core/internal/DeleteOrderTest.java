@@ -26,7 +26,7 @@ class DeleteOrderTest {
                 "slot");
         List<String> pending = new ArrayList<>(created);
         Collections.reverse(pending);
-        pending.sort(ClientContext.CREATION_ORDER);
+        pending.sort(GuaranteedDeletes.CREATION_ORDER);
         assertEquals(created, pending);
     }
 }

@@ -149,7 +149,7 @@ class LateConnectionNewsTest {
             context.stateChanged(client, ConnectionState.LOST);
             assertEquals(LeaseState.LOST, lease.state());
             assertFalse(
-                    context.isLeaving(path, node),
+                    context.deletes().isLeaving(path, node),
                     "the client's own contenders wait for the lost lease's node to go, as everyone else's do");
         } finally {
             free.countDown();
