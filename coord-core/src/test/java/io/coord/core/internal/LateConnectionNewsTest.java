@@ -85,7 +85,7 @@ class LateConnectionNewsTest {
         zk.assertNoLeaks(path);
     }
 
-    private static LeaseEngine mutexEngine(CuratorFramework client, String path) {
+    static LeaseEngine mutexEngine(CuratorFramework client, String path) {
         return new LeaseEngine(client, path, "lock-", LeasePredicate.maxLeases(1), new byte[0]);
     }
 

@@ -4,7 +4,6 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.coord.core.Lease;
-import io.coord.core.LeasePredicate;
 import io.coord.core.LeaseState;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
@@ -30,7 +29,8 @@ class SessionLeasesTest {
         String path = ZooKeeperFixture.uniquePath("drop-out-of-turn");
         CuratorFramework client = zk.newClient();
         ClientContext context = ClientContext.of(client);
-        Lease lease = mutexEngine(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
+        Lease lease =
+                LateConnectionNewsTest.mutexEngine(client, path).acquireAsync().get(10, TimeUnit.SECONDS);
 
         // News of a drop that the handle does not bear out: an older handle's, late, on its own event thread.
         context.leases().hear(KeeperState.Disconnected);
@@ -44,9 +44,5 @@ class SessionLeasesTest {
         assertEquals(LeaseState.RELEASED, lease.ended().get(10, TimeUnit.SECONDS));
         client.close();
         zk.assertNoLeaks(path);
-    }
-
-    private static LeaseEngine mutexEngine(CuratorFramework client, String path) {
-        return new LeaseEngine(client, path, "lock-", LeasePredicate.maxLeases(1), new byte[0]);
     }
 }
