@@ -558,7 +558,10 @@ public final class ClientContext {
         return closed;
     }
 
-    /** Under stateLock: whether Curator's listener thread last told of a connection that takes writes. */
+    /**
+     * Under stateLock: whether the context counts the client connected to a server that takes writes, as Curator's
+     * listener thread last told it (or the handle, when the context was made); false once the client is closed.
+     */
     boolean heardConnected() {
         return connected;
     }
@@ -758,6 +761,7 @@ public final class ClientContext {
                     ready = onConnected;
                     onConnected = new ArrayList<>();
                     if (event == SessionEvent.NEW_SESSION && session != 0) {
+                        // A session never comes back, even if no LOST told of the last one's end.
                         lost = leases.endSessionsOtherThan(session);
                     }
                     // Not state(): a close noticed there would fail attempts under this lock, which grants take
@@ -790,8 +794,8 @@ public final class ClientContext {
             // Waiters' znodes died with the session: each queues again on the next one.
             List.copyOf(attempts).forEach(Attempt::sessionLost);
         } else if (event == SessionEvent.NEW_SESSION || state == ConnectionState.LOST) {
-            // A new session whose predecessor's loss nobody told of, as for leases above, or late news of a loss once
-            // the next session is up: a waiter queued on an older session queues again, and only such a one (a
+            // A new session whose predecessor's loss nobody told of, as for the leases above, or late news of a loss
+            // once the next session is up: a waiter queued on an older session queues again, and only such a one (a
             // waiter that queued again on the new session already may still wait for its create's answer).
             List.copyOf(attempts).forEach(Attempt::sessionReplaced);
         } else if (state == ConnectionState.SUSPENDED || state == ConnectionState.READ_ONLY) {

@@ -24,8 +24,9 @@ import org.slf4j.LoggerFactory;
  * on the next connection finds their nodes still the session's, LOST with an ended session, and LOST once the
  * connection has taken no writes for the session's timeout, when the quorum may have given the session up.
  *
- * <p>Every move happens under the context's state lock, so that a lease registered during a drop is ordered with that
- * drop's news; the deletes and checks that follow are sent outside it.
+ * <p>It shares the context's state lock: a lease is registered, and moved by the connection's news, under it, so that
+ * each of those is ordered with that news. Leases picked under it to be lost with their session move to LOST after
+ * it, and so does one whose node someone else deleted; the deletes and checks that follow are sent outside it.
  */
 final class SessionLeases {
     private static final Logger log = LoggerFactory.getLogger(SessionLeases.class);
