@@ -12,7 +12,6 @@ import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -45,20 +44,18 @@ import org.apache.zookeeper.OpResult;
 final class QueueConsumer<T> {
     /** Items taken in one round trip at most. */
     static final int MAX_BATCH = 100;
-    /** Small items read ahead with a single poll's item. */
-    static final int READ_AHEAD = 15;
     /** How long a name whose claim this client may not read stays out before it is tried again. */
     static final Duration UNREADABLE_CLAIM_LOOK = Duration.ofSeconds(1);
 
     private final SharedQueue queue;
-    private final QueueSerializer<T> serializer;
+    private final ItemReads<T> reads;
     // A removal whose outcome nobody can learn, met by a round after others had taken items: the call returned those,
     // and the next call throws this, since a read cannot bring the failure back as it brings back an unreadable item.
     private final AtomicReference<Slots.WriteInDoubt> owed = new AtomicReference<>();
 
     QueueConsumer(SharedQueue queue, QueueSerializer<T> serializer) {
         this.queue = queue;
-        this.serializer = serializer;
+        this.reads = new ItemReads<>(queue, serializer);
     }
 
     /** An item, with the claim on it when one was asked for. */
@@ -287,13 +284,13 @@ final class QueueConsumer<T> {
             List<OpResult> results = BackgroundRequests.awaitFully(
                     MultiRead.read(queue.context, List.of(queue.layout.item(name), queue.layout.claim(name)), false),
                     queue.layout.item(name));
-            byte[] stored = data(results.get(0), queue.layout.item(name));
+            byte[] stored = ItemReads.data(results.get(0), queue.layout.item(name));
             if (stored == null) {
                 names.gone(name);
-            } else if (claimed(results.get(1), queue.layout.claim(name))) {
+            } else if (ItemReads.claimed(results.get(1), queue.layout.claim(name))) {
                 watchClaim(name);
             } else {
-                return decode(name, stored);
+                return reads.decode(name, stored);
             }
         }
     }
@@ -306,13 +303,13 @@ final class QueueConsumer<T> {
             throws InterruptedException {
         NameCache cache = queue.items.names();
         Slots.Slot slot = null;
-        Stored stored;
+        ItemReads.Stored stored;
         long readAt = cache.epoch(); // before anything read ahead is taken
         // A call that has taken items ends with them rather than wait for a lost connection.
         boolean waitsForConnection = deadline.waitsForConnection() && taken.isEmpty();
         try {
             slot = queue.slots.borrow(deadline.waitsForConnection() && !waitsForConnection ? Deadline.now() : deadline);
-            stored = read(names, deadline, waitsForConnection);
+            stored = reads.read(names, deadline, waitsForConnection);
         } catch (TimeoutException e) {
             abandon(names, slot);
             return false;
@@ -336,7 +333,7 @@ final class QueueConsumer<T> {
                     cache.gone(name);
                     continue;
                 }
-                decoded.add(decode(name, one));
+                decoded.add(reads.decode(name, one));
                 present.add(name);
             } catch (RuntimeException | Error e) {
                 // Nothing is removed unless it is known to be readable, by this client and by the serializer. The
@@ -382,79 +379,6 @@ final class QueueConsumer<T> {
         if (slot != null) {
             queue.slots.giveBack(slot); // nothing was written with it, so its version is still known
         }
-    }
-
-    /**
-     * The stored forms of a round's names, null for those gone, up to the first that this client may not read, whose
-     * failure {@link #of} throws for it and every name after it.
-     */
-    private record Stored(List<byte[]> forms, CoordinationException unreadable) {
-        byte[] of(int index) {
-            if (index >= forms.size()) {
-                throw unreadable;
-            }
-            return forms.get(index);
-        }
-    }
-
-    /**
-     * The stored forms of the taken names, null for those gone: from what was read ahead, else one multi-read. A
-     * single name is read together with up to {@value #READ_AHEAD} small candidates after it, kept for the polls
-     * that follow, so that a run of polls costs about one write per item.
-     */
-    private Stored read(List<String> names, Deadline deadline, boolean waitsForConnection)
-            throws InterruptedException, TimeoutException {
-        NameCache cache = queue.items.names();
-        List<byte[]> stored = new ArrayList<>(names.size());
-        List<String> reading = new ArrayList<>();
-        for (String name : names) {
-            byte[] known = cache.takeData(name);
-            stored.add(known);
-            if (known == null) {
-                reading.add(name);
-            }
-        }
-        if (reading.isEmpty()) {
-            return new Stored(stored, null);
-        }
-        List<String> ahead = names.size() == 1 && Layout.isSmall(names.get(0))
-                ? cache.readAhead(names.get(0), Math.min(READ_AHEAD, ItemCodec.smallItemsPerRead() - 1))
-                : List.of();
-        reading.addAll(ahead);
-        long epoch = cache.epoch();
-        // A read lost with the connection is sent again once connected, unless the call does not wait for it.
-        List<OpResult> results = BackgroundRequests.awaitWithin(
-                MultiRead.read(
-                        queue.context, reading.stream().map(queue.layout::item).toList(), waitsForConnection),
-                deadline,
-                queue.layout.items());
-        int next = 0;
-        CoordinationException unreadable = null;
-        for (int i = 0; i < names.size() && unreadable == null; i++) {
-            if (stored.get(i) == null) {
-                try {
-                    stored.set(i, data(results.get(next++), queue.layout.item(names.get(i))));
-                } catch (CoordinationException e) {
-                    unreadable = e; // this client may not read it: what comes after it waits
-                    stored.subList(i, stored.size()).clear();
-                }
-            }
-        }
-        next = reading.size() - ahead.size();
-        for (String name : ahead) {
-            byte[] one;
-            try {
-                one = data(results.get(next++), queue.layout.item(name));
-            } catch (CoordinationException e) {
-                continue; // only read ahead: it fails the call that takes it
-            }
-            if (one == null) {
-                cache.gone(name);
-            } else {
-                cache.keepData(name, one, epoch);
-            }
-        }
-        return new Stored(stored, unreadable);
     }
 
     /** False if the deadline passed after a transaction that failed as a whole, while the queue's parents were made. */
@@ -642,50 +566,5 @@ final class QueueConsumer<T> {
         } catch (TimeoutException e) {
             return false;
         }
-    }
-
-    /**
-     * An item from its stored form; a serializer that answers null fails it as one that throws does. What the
-     * serializer throws is thrown as it is, with the item's path attached (suppressed), so that an operator can find
-     * the item that holds up the queue and take it with {@link QueueSerializer#bytes()}.
-     */
-    private T decode(String name, byte[] stored) {
-        T item;
-        try {
-            item = serializer.deserialize(ItemCodec.payload(stored));
-        } catch (RuntimeException | Error e) {
-            if (Arrays.stream(e.getSuppressed()).noneMatch(CoordinationException.class::isInstance)) {
-                // Once: a serializer may throw one shared instance every time.
-                e.addSuppressed(new CoordinationException("serializer " + serializer + " cannot read the item "
-                        + queue.layout.item(name) + ", which stays in place at the head of the queue"));
-            }
-            throw e;
-        }
-        if (item == null) {
-            throw new NullPointerException(
-                    "serializer " + serializer + " returned null for the item " + queue.layout.item(name));
-        }
-        return item;
-    }
-
-    /**
-     * Whether a read of an item's claim found it: a claim that this client may not read (its claimer's ACL) exists as
-     * well, since a missing znode answers NONODE whatever the ACL.
-     */
-    private static boolean claimed(OpResult result, String path) {
-        return result instanceof OpResult.ErrorResult error && Code.get(error.getErr()) == Code.NOAUTH
-                || data(result, path) != null;
-    }
-
-    /** A read's data, or null if the znode does not exist. */
-    private static byte[] data(OpResult result, String path) {
-        if (result instanceof OpResult.GetDataResult read) {
-            return read.getData() == null ? new byte[0] : read.getData();
-        }
-        Code code = Code.get(((OpResult.ErrorResult) result).getErr());
-        if (code == Code.NONODE) {
-            return null;
-        }
-        throw BackgroundRequests.failure("reading", path, code);
     }
 }

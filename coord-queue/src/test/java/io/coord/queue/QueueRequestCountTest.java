@@ -123,7 +123,7 @@ class QueueRequestCountTest {
         // Per item: the transaction that removes it, and a sixteenth of a read (each poll that has to read reads
         // the next 15 items too). Once: the write slot, and two children reads, the first one and the one that
         // finds the queue empty.
-        int reads = (items + QueueConsumer.READ_AHEAD) / (QueueConsumer.READ_AHEAD + 1);
+        int reads = (items + ItemReads.READ_AHEAD) / (ItemReads.READ_AHEAD + 1);
         assertEquals(reads, counter.count("MultiRead"), () -> nonItemRequests(counter));
         assertEquals(items, counter.count("Transaction"));
         assertEquals(2, counter.count("GetChildren"));
