@@ -414,6 +414,9 @@ public final class ClientContext {
         boolean fresh;
         stateLock.lock();
         try {
+            if (connected) {
+                return CompletableFuture.completedFuture(null); // no wait: no hop through the retry thread either
+            }
             ready = nextConnection;
             fresh = ready == null || ready.isDone();
             if (fresh) {
