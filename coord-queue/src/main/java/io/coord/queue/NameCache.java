@@ -10,7 +10,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Supplier;
 
 /**
  * The item names the consumers of one path in one client know of, each in one {@link State}. Candidates are handed
@@ -67,12 +66,12 @@ final class NameCache {
 
     /** Counts a children read about to be sent; its listing goes to {@link #merge} with the number returned. */
     long readSent() {
-        return locked(() -> ++readsSent);
+        return Locked.get(lock, () -> ++readsSent);
     }
 
     /** What {@link #keepData} needs of a read ahead: taken before the read is sent. */
     long epoch() {
-        return locked(() -> epoch);
+        return Locked.get(lock, () -> epoch);
     }
 
     /**
@@ -80,7 +79,7 @@ final class NameCache {
      * up to {@code smallPerRead}, or one item of any size. Empty when no candidate is cached.
      */
     List<String> take(int max, int smallPerRead) {
-        return locked(() -> {
+        return Locked.get(lock, () -> {
             List<String> taken = new ArrayList<>();
             for (SequenceNode node : candidates) {
                 boolean small = Layout.isSmall(node.name());
@@ -99,7 +98,7 @@ final class NameCache {
 
     /** The stored form read ahead for a taken name, or null; handed out once. */
     byte[] takeData(String name) {
-        return locked(() -> {
+        return Locked.get(lock, () -> {
             Entry entry = entries.get(name);
             byte[] data = entry == null || entry.state != State.TAKEN ? null : entry.data;
             if (data != null) {
@@ -111,7 +110,7 @@ final class NameCache {
 
     /** Up to {@code max} small candidates right after {@code name}, in order, whose data is not read yet. */
     List<String> readAhead(String name, int max) {
-        return locked(() -> {
+        return Locked.get(lock, () -> {
             List<String> ahead = new ArrayList<>();
             for (SequenceNode node : candidates.tailSet(Layout.node(name), false)) {
                 if (ahead.size() >= max || !Layout.isSmall(node.name()) || entries.get(node.name()).data != null) {
@@ -125,7 +124,7 @@ final class NameCache {
 
     /** Keeps the stored form of a name read ahead, while it is still a candidate and no reset came since the read. */
     void keepData(String name, byte[] data, long readAtEpoch) {
-        lockedRun(() -> {
+        Locked.run(lock, () -> {
             Entry entry = entries.get(name);
             if (entry != null && entry.state == State.CANDIDATE && readAtEpoch == epoch) {
                 entry.data = data;
@@ -135,7 +134,8 @@ final class NameCache {
 
     /** The first candidate, left in place (for peek). */
     String head() {
-        return locked(() -> candidates.isEmpty() ? null : candidates.first().name());
+        return Locked.get(
+                lock, () -> candidates.isEmpty() ? null : candidates.first().name());
     }
 
     /** A taken name goes back into play, at its place in the order. Returns true if it came back. */
@@ -145,12 +145,12 @@ final class NameCache {
 
     /** The item is gone, taken here or elsewhere. */
     void gone(String name) {
-        lockedRun(() -> move(name, State.GONE));
+        Locked.run(lock, () -> move(name, State.GONE));
     }
 
     /** Holds a name out before asking, with a watch, whether another client's claim holds it. */
     void watch(String name) {
-        lockedRun(() -> {
+        Locked.run(lock, () -> {
             Entry entry = entries.get(name);
             if (entry == null || entry.state == State.CANDIDATE || entry.state == State.TAKEN) {
                 move(name, State.WATCHED);
@@ -165,7 +165,7 @@ final class NameCache {
 
     /** A claim of ours, made on {@code session}, holds the name. */
     void held(String name, long session) {
-        lockedRun(() -> move(name, State.HELD).session = session);
+        Locked.run(lock, () -> move(name, State.HELD).session = session);
     }
 
     /** Our claim made on {@code session} was deleted: the name is back in play. Returns true if it came back. */
@@ -184,7 +184,7 @@ final class NameCache {
      * a local consumer holds are kept, and no data read ahead, not even by a read still in flight.
      */
     void reset() {
-        lockedRun(() -> {
+        Locked.run(lock, () -> {
             epoch++;
             for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
                 Map.Entry<String, Entry> e = it.next();
@@ -208,7 +208,7 @@ final class NameCache {
         for (String child : children) {
             Layout.parse(child).ifPresent(node -> listed.add(node.name()));
         }
-        return locked(() -> {
+        return Locked.get(lock, () -> {
             for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
                 Map.Entry<String, Entry> e = it.next();
                 State state = e.getValue().state;
@@ -233,7 +233,7 @@ final class NameCache {
 
     /** The session ended, or a new one began: claim watches and claims of other sessions died with it. */
     void sessionEnded(long currentSession) {
-        lockedRun(() -> {
+        Locked.run(lock, () -> {
             for (Map.Entry<String, Entry> e : List.copyOf(entries.entrySet())) {
                 Entry entry = e.getValue();
                 if (entry.state == State.WATCHED || (entry.state == State.HELD && entry.session != currentSession)) {
@@ -244,7 +244,7 @@ final class NameCache {
     }
 
     private boolean transition(String name, State from, State to) {
-        return locked(() -> {
+        return Locked.get(lock, () -> {
             Entry entry = entries.get(name);
             if (entry == null || entry.state != from) {
                 return false;
@@ -255,7 +255,7 @@ final class NameCache {
     }
 
     private boolean endHold(String name, long session, State to) {
-        return locked(() -> {
+        return Locked.get(lock, () -> {
             Entry entry = entries.get(name);
             if (entry == null || entry.state != State.HELD || entry.session != session) {
                 return false; // a newer claim, or none: not this one's to end
@@ -263,24 +263,6 @@ final class NameCache {
             move(name, to);
             return true;
         });
-    }
-
-    private <T> T locked(Supplier<T> action) {
-        lock.lock();
-        try {
-            return action.get();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private void lockedRun(Runnable action) {
-        lock.lock();
-        try {
-            action.run();
-        } finally {
-            lock.unlock();
-        }
     }
 
     // Guarded by lock.

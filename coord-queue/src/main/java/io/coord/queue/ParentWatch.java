@@ -42,6 +42,8 @@ final class ParentWatch {
     // An add may have landed since the last removal that answered: a removal is owed once nobody waits.
     private boolean maybeOnServer;
     private boolean inFlight;
+    // The generation the request in flight was sent in: its answer speaks for that generation alone.
+    private long sentAt;
     // Asked for by a waiter and not yet answered.
     private CompletableFuture<Void> arming;
     // Bumped by every removal and every session end, so that an add answered after one does not count as armed.
@@ -63,12 +65,7 @@ final class ParentWatch {
 
     /** Counts the caller as waiting; the returned future completes once the watch is on the server. */
     CompletableFuture<Void> join() {
-        lock.lock();
-        try {
-            waiters++;
-        } finally {
-            lock.unlock();
-        }
+        Locked.run(lock, () -> waiters++);
         return ensureArmed();
     }
 
@@ -82,7 +79,6 @@ final class ParentWatch {
         }
         CompletableFuture<Void> answer;
         Step step;
-        long sentAt;
         lock.lock();
         try {
             if (armed) {
@@ -93,11 +89,10 @@ final class ParentWatch {
             }
             answer = arming;
             step = next();
-            sentAt = generation;
         } finally {
             lock.unlock();
         }
-        send(step, sentAt);
+        send(step);
         return answer;
     }
 
@@ -112,13 +107,10 @@ final class ParentWatch {
      * costs a request that finds no watch at worst.
      */
     void sessionEnded() {
-        lock.lock();
-        try {
+        Locked.run(lock, () -> {
             armed = false;
             generation++;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /**
@@ -126,12 +118,7 @@ final class ParentWatch {
      * counts, since its answer comes after the removal's event.
      */
     void removed() {
-        lock.lock();
-        try {
-            armed = false;
-        } finally {
-            lock.unlock();
-        }
+        Locked.run(lock, () -> armed = false);
     }
 
     /** The request to send now, if any; under the lock. */
@@ -142,12 +129,13 @@ final class ParentWatch {
         if (arming != null) {
             inFlight = true;
             maybeOnServer = true;
+            sentAt = generation;
             return Step.ADD;
         }
         if (waiters == 0 && maybeOnServer && !context.server().persistentWatchesStay()) {
             inFlight = true;
             armed = false;
-            generation++;
+            sentAt = ++generation;
             return Step.REMOVE;
         }
         return Step.NONE;
@@ -159,20 +147,13 @@ final class ParentWatch {
 
     /** Makes {@code change} under the lock, then sends what the state calls for. */
     private void decide(Runnable change) {
-        Step step;
-        long sentAt;
-        lock.lock();
-        try {
+        send(Locked.get(lock, () -> {
             change.run();
-            step = next();
-            sentAt = generation;
-        } finally {
-            lock.unlock();
-        }
-        send(step, sentAt);
+            return next();
+        }));
     }
 
-    private void send(Step step, long sentAt) {
+    private void send(Step step) {
         CuratorFramework client = context.client();
         switch (step) {
             case NONE -> {}
@@ -187,14 +168,14 @@ final class ParentWatch {
                                         .inBackground(cb)
                                         .usingWatcher(watcher)
                                         .forPath(path))
-                        .whenComplete((event, error) -> addAnswered(
-                                sentAt, connection, error == null ? BackgroundRequests.code(event) : null, error));
+                        .whenComplete((event, error) ->
+                                addAnswered(connection, error == null ? BackgroundRequests.code(event) : null, error));
             }
             case REMOVE ->
                 // Every persistent watch of this client on the path, on the current connection only (see
                 // ClientContext#dropWatchesAnswering): removing one watcher only unregisters it in the client.
                 context.dropWatchesAnswering(path, Watcher.WatcherType.Persistent)
-                        .thenAccept(code -> removeAnswered(code, sentAt));
+                        .thenAccept(this::removeAnswered);
         }
     }
 
@@ -202,12 +183,11 @@ final class ParentWatch {
      * {@code code} is null when the request failed without an answer (the client closed). A server before 3.6 may
      * seem to lose the add with the connection: see {@link io.coord.core.internal.ServerSupport#answeredAsOlderServer}.
      */
-    private void addAnswered(long sentAt, long connection, Code code, Throwable error) {
+    private void addAnswered(long connection, Code code, Throwable error) {
         boolean olderServer = code != null && context.server().answeredAsOlderServer(code, connection);
         boolean inDoubt = code != null && !olderServer && ResultCodes.isInDoubt(code);
         CompletableFuture<Void> answered;
         Step step;
-        long sentNext;
         lock.lock();
         try {
             inFlight = false;
@@ -216,14 +196,13 @@ final class ParentWatch {
             answered = arming;
             arming = null;
             step = inDoubt ? Step.NONE : next();
-            sentNext = generation;
         } finally {
             lock.unlock();
         }
         if (inDoubt) {
             context.whenConnected(this::reconcile); // a removal owed meanwhile waits for the connection
         }
-        send(step, sentNext);
+        send(step);
         if (code == Code.OK) {
             added.run();
             answered.complete(null);
@@ -232,13 +211,10 @@ final class ParentWatch {
         }
     }
 
-    private void removeAnswered(Code code, long sentAt) {
+    private void removeAnswered(Code code) {
         // In doubt, or refused by a busy server (THROTTLEDOP), which leaves the watch on a connection that goes on.
         boolean inDoubt = code != null && ResultCodes.isPassing(code);
-        Step step;
-        long sentNext;
-        lock.lock();
-        try {
+        Step step = Locked.get(lock, () -> {
             inFlight = false;
             if (code == Code.MARSHALLINGERROR) {
                 // A server before 3.9 cannot remove it on its own (see ServerSupport#persistentWatchesStay): it stays
@@ -247,15 +223,12 @@ final class ParentWatch {
             } else if (!inDoubt) {
                 maybeOnServer = false; // removed, or never to be: the client closed, or the server refused
             }
-            step = inDoubt ? Step.NONE : next();
-            sentNext = generation;
-        } finally {
-            lock.unlock();
-        }
+            return inDoubt ? Step.NONE : next();
+        });
         if (inDoubt) {
             // The watch may still be on the server, and a reconnection on the same session puts it back anyway.
             context.sendAgain(code, this::reconcile);
         }
-        send(step, sentNext);
+        send(step);
     }
 }

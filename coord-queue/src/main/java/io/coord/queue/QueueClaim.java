@@ -248,17 +248,14 @@ final class QueueClaim<T> implements Claim<T> {
      * claim's lock, so never on ZooKeeper's threads: on the queue's {@code withdrawals}.
      */
     void sessionEnded() {
-        lock.lock();
-        try {
+        Locked.run(lock, () -> {
             if (state != State.HELD || queue.context.sessionId() == session) {
                 return;
             }
             state = State.LOST;
             queue.claims.remove(this);
             withdraw(queue, name, provenBy);
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /**

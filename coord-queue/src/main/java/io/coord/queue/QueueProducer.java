@@ -298,8 +298,7 @@ final class QueueProducer {
 
     /** Takes the call's items out of the batch if it still gathers; false if it is closed already. */
     private boolean leave(Batch batch, List<byte[]> stored, long bytes) {
-        lock.lock();
-        try {
+        return Locked.get(lock, () -> {
             if (forming != batch) {
                 return false;
             }
@@ -311,21 +310,16 @@ final class QueueProducer {
                 forming = null; // nobody is left to send it: the next write starts a new one
             }
             return true;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** Whether the caller is the one of the batch's writers to send it. */
     private boolean claim(Batch batch) {
-        lock.lock();
-        try {
+        return Locked.get(lock, () -> {
             boolean first = !batch.claimed;
             batch.claimed = true;
             return first;
-        } finally {
-            lock.unlock();
-        }
+        });
     }
 
     /** Sends a closed batch, then hands the turn to the batch gathering behind it, if any. */
@@ -336,18 +330,15 @@ final class QueueProducer {
         } catch (RuntimeException | Error e) {
             batch.landed.completeExceptionally(e);
         } finally {
-            Batch next;
-            lock.lock();
-            try {
+            Batch next = Locked.get(lock, () -> {
                 reserved -= batch.items;
-                next = forming;
+                Batch behind = forming;
                 forming = null;
-                if (next == null) {
+                if (behind == null) {
                     sending--;
                 }
-            } finally {
-                lock.unlock();
-            }
+                return behind;
+            });
             if (next != null) {
                 next.turn.complete(null);
             }
