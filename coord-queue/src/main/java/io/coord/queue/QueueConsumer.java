@@ -111,33 +111,14 @@ final class QueueConsumer<T> {
                 throw failure;
             }
             if (!takeItems(max, claim, deadline, sink, taken) && taken.isEmpty() && deadline.allowsWaiting()) {
-                lookOnce(max, claim, sink, taken);
+                // The deadline passed before the call looked at the queue once: it gets one look (see SharedQueue).
+                queue.lookOnce(look -> takeItems(max, claim, look, sink, taken), false);
             }
             return taken;
         } finally { // a call that throws is a call too, having moved what its sink took before it refused, or nothing
             QueueOperation operation =
                     claim ? QueueOperation.CLAIM : sink != null ? QueueOperation.DRAIN : QueueOperation.POLL;
             Observations.queueOperation(queue.path, operation, max, taken.size(), startedAt);
-        }
-    }
-
-    /**
-     * The deadline passed before the call looked at the queue once (a timeout shorter than the reads it needs, say):
-     * while connected, it gets one look, as a timed {@code poll} of a {@code BlockingQueue} and this library's timed
-     * locks do, so that a short timeout does not miss an item that is there. The look waits for its answers
-     * interruptibly, and ends with nothing if the connection drops before a write of it is sent.
-     */
-    private void lookOnce(int max, boolean claim, Sink<T> sink, List<Taken<T>> taken) throws InterruptedException {
-        Deadline look = queue.lookDeadline();
-        if (look == null) {
-            return;
-        }
-        try {
-            takeItems(max, claim, look, sink, taken);
-        } catch (CoordinationException e) {
-            if (!taken.isEmpty() || !ResultCodes.isInDoubt(e)) {
-                throw e;
-            }
         }
     }
 
@@ -313,14 +294,11 @@ final class QueueConsumer<T> {
         } catch (TimeoutException e) {
             abandon(names, slot);
             return false;
-        } catch (CoordinationException e) {
-            abandon(names, slot);
-            if (!taken.isEmpty() && ResultCodes.isInDoubt(e)) {
-                return false; // a read lost with the connection, not sent again: the call ends with what it took
-            }
-            throw e;
         } catch (RuntimeException | InterruptedException e) {
             abandon(names, slot);
+            if (e instanceof CoordinationException && !taken.isEmpty() && ResultCodes.isInDoubt(e)) {
+                return false; // a read lost with the connection, not sent again: the call ends with what it took
+            }
             throw e;
         }
         List<String> present = new ArrayList<>();

@@ -6,7 +6,6 @@ import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.Observations;
 import io.coord.core.internal.Observer.QueueOperation;
-import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.TransactionOps;
 import java.util.ArrayList;
 import java.util.List;
@@ -96,40 +95,15 @@ final class QueueProducer {
         long startedAt = System.nanoTime();
         boolean landed = false;
         try {
-            try {
-                landed = writeItems(stored, deadline);
-            } catch (TimeoutException e) {
-                landed = deadline.allowsWaiting() && lookOnce(stored);
-            }
-            return landed;
+            landed = writeItems(stored, deadline);
+        } catch (TimeoutException e) {
+            // The one look (see SharedQueue#lookOnce), which goes alone rather than join a transaction in flight.
+            landed = deadline.allowsWaiting() && queue.lookOnce(look -> writeItems(stored, look), false);
         } finally { // a call that throws is a call too, having written nothing
             Observations.queueOperation(
                     queue.path, QueueOperation.OFFER, stored.size(), landed ? stored.size() : 0, startedAt);
         }
-    }
-
-    /**
-     * The deadline passed before the call looked at the queue once (a timeout shorter than the reads a write needs,
-     * say): while connected, it gets one look, as a timed {@code offer} of a {@code BlockingQueue} and this library's
-     * timed locks do, so that a short timeout does not miss the room there is. The look waits for its answers
-     * interruptibly, goes alone rather than join a transaction in flight, and ends with nothing if the connection
-     * drops before its write is sent.
-     */
-    private boolean lookOnce(List<byte[]> stored) throws InterruptedException {
-        Deadline look = queue.lookDeadline();
-        if (look == null) {
-            return false;
-        }
-        try {
-            return writeItems(stored, look);
-        } catch (TimeoutException e) {
-            return false;
-        } catch (CoordinationException e) {
-            if (!ResultCodes.isInDoubt(e)) {
-                throw e;
-            }
-            return false;
-        }
+        return landed;
     }
 
     /**

@@ -4,12 +4,10 @@ import io.coord.core.CoordinationException;
 import io.coord.core.internal.BackgroundRequests;
 import io.coord.core.internal.Deadline;
 import io.coord.core.internal.ResultCodes;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
-import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
 
@@ -147,22 +145,8 @@ final class SessionMarker {
      */
     private Code send(long owner, String marker, Deadline deadline) throws InterruptedException, TimeoutException {
         while (true) {
-            CompletableFuture<CuratorEvent> answer = BackgroundRequests.call(
-                    queue.context,
-                    marker,
-                    cb -> queue.context
-                            .client()
-                            .create()
-                            .withMode(CreateMode.EPHEMERAL)
-                            .inBackground(cb)
-                            .forPath(marker, new byte[0]));
-            Code code;
-            try {
-                code = BackgroundRequests.code(BackgroundRequests.awaitWithin(answer, deadline, marker));
-            } catch (TimeoutException | InterruptedException e) {
-                answer.thenAccept(late -> answeredLate(owner, marker, BackgroundRequests.code(late)));
-                throw e;
-            }
+            Code code =
+                    queue.createOwn(marker, CreateMode.EPHEMERAL, deadline, late -> answeredLate(owner, marker, late));
             if (!ResultCodes.isInDoubt(code) || queue.context.sessionId() != owner) {
                 return code;
             }

@@ -6,6 +6,7 @@ import io.coord.core.internal.ChangeSignal;
 import io.coord.core.internal.ClientContext;
 import io.coord.core.internal.ClientContext.SessionEvent;
 import io.coord.core.internal.Deadline;
+import io.coord.core.internal.ResultCodes;
 import io.coord.core.internal.SerialExecutor;
 import io.coord.core.internal.SingleFlight;
 import java.util.Arrays;
@@ -15,9 +16,11 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.imps.CuratorFrameworkState;
+import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.data.Stat;
 
@@ -235,6 +238,30 @@ final class SharedQueue {
     }
 
     /**
+     * The one look a timed call gets when its deadline passed before it looked at the queue once (a timeout shorter
+     * than the reads it needs, say), as the timed calls of a {@code BlockingQueue} and this library's timed locks do,
+     * so that a short timeout does not miss an item, or the room, that is there: while connected, {@code look} runs
+     * under {@link #lookDeadline}, waiting for its answers interruptibly. It ends with {@code nothing} if the client
+     * is not connected, or if the connection drops before a write of the look is sent.
+     */
+    <V> V lookOnce(BackgroundRequests.Timed<V> look, V nothing) throws InterruptedException {
+        Deadline deadline = lookDeadline();
+        if (deadline == null) {
+            return nothing;
+        }
+        try {
+            return look.call(deadline);
+        } catch (TimeoutException e) {
+            return nothing;
+        } catch (CoordinationException e) {
+            if (!ResultCodes.isInDoubt(e)) {
+                throw e;
+            }
+            return nothing;
+        }
+    }
+
+    /**
      * Waits for {@code answer}, whatever interrupts arrive, for as long as the client stays connected: not at all if it
      * is not, and no longer once the connection drops. For a call that must not wait out an outage.
      */
@@ -271,6 +298,25 @@ final class SharedQueue {
      */
     void awaitLayout(Deadline deadline) throws InterruptedException, TimeoutException {
         BackgroundRequests.awaitThroughOutages(context, ensureLayout(), this::ensureLayout, deadline, "create", path);
+    }
+
+    /**
+     * Sends the create of an empty node named for this client alone (a write slot, a session marker), and waits for
+     * its answer under {@code deadline}. If the wait ends first, the create goes on without a waiter, and {@code late}
+     * gets its answer when it comes.
+     */
+    Code createOwn(String node, CreateMode mode, Deadline deadline, Consumer<Code> late)
+            throws InterruptedException, TimeoutException {
+        CompletableFuture<CuratorEvent> answer = BackgroundRequests.call(
+                context,
+                node,
+                cb -> context.client().create().withMode(mode).inBackground(cb).forPath(node, new byte[0]));
+        try {
+            return BackgroundRequests.code(BackgroundRequests.awaitWithin(answer, deadline, node));
+        } catch (TimeoutException | InterruptedException e) {
+            answer.thenAccept(event -> late.accept(BackgroundRequests.code(event)));
+            throw e;
+        }
     }
 
     private CompletableFuture<Void> ensure(String parent) {

@@ -368,22 +368,7 @@ final class Slots {
         // create in doubt, then a timeout or a failure, may have made it); a delete of a missing slot is harmless.
         created.add(slot.path);
         for (int attempt = 0; attempt < 3; attempt++) {
-            CompletableFuture<CuratorEvent> answer = BackgroundRequests.call(
-                    queue.context,
-                    slot.path,
-                    cb -> queue.context
-                            .client()
-                            .create()
-                            .withMode(CreateMode.PERSISTENT)
-                            .inBackground(cb)
-                            .forPath(slot.path, EMPTY));
-            Code code;
-            try {
-                code = BackgroundRequests.code(BackgroundRequests.awaitWithin(answer, deadline, slot.path));
-            } catch (TimeoutException | InterruptedException e) {
-                answer.thenAccept(late -> adopt(slot, BackgroundRequests.code(late)));
-                throw e;
-            }
+            Code code = queue.createOwn(slot.path, CreateMode.PERSISTENT, deadline, late -> adopt(slot, late));
             if (code == Code.OK || code == Code.NODEEXISTS) {
                 // NodeExists: a replay of our own create, since the name is ours alone.
                 return slot;
