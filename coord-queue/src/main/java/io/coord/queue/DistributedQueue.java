@@ -78,7 +78,6 @@ import org.apache.zookeeper.data.Stat;
 public final class DistributedQueue<T> {
     private static final int DEFAULT_CAPACITY = 10_000;
 
-    private final String path;
     private final QueueSerializer<T> serializer;
     private final int capacity;
     private final SharedQueue queue;
@@ -86,7 +85,6 @@ public final class DistributedQueue<T> {
     private final QueueConsumer<T> consumer;
 
     private DistributedQueue(Builder<T> builder) {
-        this.path = builder.path;
         this.serializer = builder.serializer;
         this.capacity = builder.capacity;
         this.queue = SharedQueue.of(ClientContext.of(builder.client), builder.path);
@@ -195,7 +193,7 @@ public final class DistributedQueue<T> {
         if (stored.isEmpty()) {
             queue.checkStarted(); // refused as any other call, though it has nothing to write
             if (queue.context.isClosed()) {
-                throw ClientContext.closedError(queue.layout.items());
+                throw ClientContext.closedError(queue.layout.items);
             }
             return;
         }
@@ -286,7 +284,7 @@ public final class DistributedQueue<T> {
 
     private T present(T item) {
         if (item == null) {
-            throw new NoSuchElementException("no item in " + path + " that nobody holds");
+            throw new NoSuchElementException("no item in " + queue.path + " that nobody holds");
         }
         return item;
     }
@@ -296,7 +294,7 @@ public final class DistributedQueue<T> {
         Stat stat = untimed(
                 () -> {
                     queue.checkStarted();
-                    return BackgroundRequests.awaitFully(queue.counts.next(), queue.layout.items());
+                    return BackgroundRequests.awaitFully(queue.counts.next(), queue.layout.items);
                 },
                 counted -> false, // a count either answers or fails
                 "counting the items of");
@@ -324,7 +322,7 @@ public final class DistributedQueue<T> {
 
     @Override
     public String toString() {
-        return "DistributedQueue[" + path + ", capacity " + capacity + "]";
+        return "DistributedQueue[" + queue.path + ", capacity " + capacity + "]";
     }
 
     @FunctionalInterface
@@ -341,23 +339,23 @@ public final class DistributedQueue<T> {
         CompletableFuture<Void> dropped = queue.connectionDropped();
         if (queue.started() && !queue.context.isConnected()) {
             // Nothing to wait with, and a write sent now would be waited for until the connection is back.
-            throw new CoordinationException("not " + action + " " + queue.layout.items()
+            throw new CoordinationException("not " + action + " " + queue.layout.items
                     + ": the client is not connected to ZooKeeper, and this call does not wait");
         }
         try {
             V answer = call.call();
             if (nothing.test(answer) && queue.context.isClosed()) {
-                throw ClientContext.closedError(queue.layout.items());
+                throw ClientContext.closedError(queue.layout.items);
             }
             if (nothing.test(answer) && (dropped.isDone() || !queue.context.isConnected())) {
-                throw new CoordinationException("nothing done " + action + " " + queue.layout.items()
+                throw new CoordinationException("nothing done " + action + " " + queue.layout.items
                         + ": the connection to ZooKeeper dropped during the call, which does not wait for it");
             }
             return answer;
         } catch (InterruptedException e) {
             // Not reached: without a deadline nothing waits interruptibly. Kept honest all the same.
             Thread.currentThread().interrupt();
-            throw new CoordinationException("interrupted while " + action + " " + queue.layout.items(), e);
+            throw new CoordinationException("interrupted while " + action + " " + queue.layout.items, e);
         }
     }
 

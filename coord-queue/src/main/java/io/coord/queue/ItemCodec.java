@@ -56,14 +56,14 @@ final class ItemCodec {
     static long requestBytes(Layout layout, int payloadBytes) {
         return (long) OP_OVERHEAD
                 + Math.max(0, layout.aclBytes() - ACL_ALLOWANCE)
-                + layout.itemPathBytes()
+                + layout.itemPathBytes
                 + HEADER_BYTES
                 + payloadBytes;
     }
 
     /** The most the creates of one request may add up to, leaving room for the rest of the request. */
     static long requestLimit(Layout layout) {
-        return (long) maxBuffer() - REQUEST_OVERHEAD - layout.slotPathBytes();
+        return (long) maxBuffer() - REQUEST_OVERHEAD - layout.slotPathBytes;
     }
 
     /** The largest serialized item one request can carry. */

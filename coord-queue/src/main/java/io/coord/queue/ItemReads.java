@@ -71,7 +71,7 @@ final class ItemReads<T> {
                 MultiRead.read(
                         queue.context, reading.stream().map(queue.layout::item).toList(), waitsForConnection),
                 deadline,
-                queue.layout.items());
+                queue.layout.items);
         int next = 0;
         CoordinationException unreadable = null;
         for (int i = 0; i < names.size() && unreadable == null; i++) {

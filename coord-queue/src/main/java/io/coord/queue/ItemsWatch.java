@@ -38,7 +38,8 @@ final class ItemsWatch {
     private final AtomicLong listedThrough = new AtomicLong(-1);
     private final Watcher itemsWatcher = this::itemsChanged;
     private final Watcher claimsWatcher = this::claimChanged;
-    private final ParentWatch watch;
+    // The watch on the items parent that waiters join, and leave once they stop waiting.
+    final ParentWatch watch;
     // The creation zxid of the items parent as the last children read found it, 0 before one found it.
     private final AtomicLong parentMade = new AtomicLong();
     private final Runnable parentMadeAgain;
@@ -48,7 +49,7 @@ final class ItemsWatch {
         this.context = context;
         this.layout = layout;
         this.parentMadeAgain = parentMadeAgain;
-        this.watch = new ParentWatch(context, layout.items(), itemsWatcher, this::changed, this::watchFailure);
+        this.watch = new ParentWatch(context, layout.items, itemsWatcher, this::changed, this::watchFailure);
     }
 
     NameCache names() {
@@ -89,21 +90,6 @@ final class ItemsWatch {
         return reads.sentSince(stamp).thenAccept(exists -> {});
     }
 
-    /** Counts the caller as waiting; the returned future completes once the watch is on the server. */
-    CompletableFuture<Void> join() {
-        return watch.join();
-    }
-
-    /** The watch on the server, adding it again if a session end took it away. */
-    CompletableFuture<Void> ensureArmed() {
-        return watch.ensureArmed();
-    }
-
-    /** The last waiter to leave removes the watch, so that none is left on the server. */
-    void leave() {
-        watch.leave();
-    }
-
     /** A name a local consumer took goes back into play, for local waiters too. */
     void putBack(String name) {
         if (names.putBack(name)) {
@@ -116,7 +102,7 @@ final class ItemsWatch {
      * (a session's end takes the watch, and an add sent meanwhile runs out of retries): once connected it arms again.
      */
     void awaitArmed(CompletableFuture<Void> arming, Deadline deadline) throws InterruptedException, TimeoutException {
-        BackgroundRequests.awaitThroughOutages(context, arming, watch::ensureArmed, deadline, "watch", layout.items());
+        BackgroundRequests.awaitThroughOutages(context, arming, watch::ensureArmed, deadline, "watch", layout.items);
     }
 
     /** Our claim made on {@code session} was deleted: the name is back in play, for local waiters too. */
@@ -150,12 +136,12 @@ final class ItemsWatch {
         CuratorFramework client = context.client();
         return BackgroundRequests.call(
                         context,
-                        layout.items(),
-                        cb -> client.getChildren().inBackground(cb).forPath(layout.items()))
+                        layout.items,
+                        cb -> client.getChildren().inBackground(cb).forPath(layout.items))
                 .thenApply(event -> {
                     Code code = BackgroundRequests.code(event);
                     if (code != Code.OK && code != Code.NONODE) {
-                        throw BackgroundRequests.failure("listing", layout.items(), code);
+                        throw BackgroundRequests.failure("listing", layout.items, code);
                     }
                     listedThrough.accumulateAndGet(asOf, Math::max);
                     if (code != Code.OK) {
@@ -219,10 +205,10 @@ final class ItemsWatch {
 
     private CoordinationException watchFailure(Code code) {
         // The queue waits on a persistent watch, which a server before 3.6 does not have.
-        String needsNewer = "the queue at " + layout.items() + " needs ZooKeeper 3.6 or later (persistent watches); ";
+        String needsNewer = "the queue at " + layout.items + " needs ZooKeeper 3.6 or later (persistent watches); ";
         if (code == Code.UNIMPLEMENTED) {
             return new CoordinationException(
-                    needsNewer + "the server answered UNIMPLEMENTED", KeeperException.create(code, layout.items()));
+                    needsNewer + "the server answered UNIMPLEMENTED", KeeperException.create(code, layout.items));
         }
         if (ResultCodes.isInDoubt(code) && context.server().hasOlderServer()) {
             // Not the loss as its cause: a caller would wait through it as an outage, and send the add again.
@@ -232,11 +218,11 @@ final class ItemsWatch {
         if (code == Code.MARSHALLINGERROR) {
             // A server whose watch manager holds no persistent watches answers an add of one so.
             return new CoordinationException(
-                    "the queue at " + layout.items() + " needs persistent watches, which this server cannot add (it"
+                    "the queue at " + layout.items + " needs persistent watches, which this server cannot add (it"
                             + " answered MARSHALLINGERROR): a server whose zookeeper.watchManagerName is"
                             + " WatchManagerOptimized has none",
-                    KeeperException.create(code, layout.items()));
+                    KeeperException.create(code, layout.items));
         }
-        return BackgroundRequests.failure("watching", layout.items(), code);
+        return BackgroundRequests.failure("watching", layout.items, code);
     }
 }

@@ -34,12 +34,13 @@ final class Layout {
     // The open ACL as a request carries it: the list's length, then world:anyone's permissions, scheme and id.
     private static final int OPEN_ACL_BYTES = 4 + 4 + (4 + "world".length()) + (4 + "anyone".length());
 
-    private final String items;
-    private final String claims;
-    private final String slots;
-    private final String sessions;
-    private final int itemPathBytes;
-    private final int slotPathBytes;
+    // The parents, and what an item's and a slot's paths take as the server sees them.
+    final String items;
+    final String claims;
+    final String slots;
+    final String sessions;
+    final int itemPathBytes;
+    final int slotPathBytes;
     private final CuratorFramework client; // null: creates carry the open ACL
     private volatile int aclBytes = -1; // measured on first use, once the client is started
 
@@ -78,22 +79,6 @@ final class Layout {
                 - 4;
     }
 
-    String items() {
-        return items;
-    }
-
-    String claims() {
-        return claims;
-    }
-
-    String slots() {
-        return slots;
-    }
-
-    String sessions() {
-        return sessions;
-    }
-
     /** Every parent, created on first use and never deleted by the queue. */
     String[] parents() {
         return new String[] {items, claims, slots, sessions};
@@ -118,14 +103,6 @@ final class Layout {
 
     String claim(String name) {
         return claims + "/" + name;
-    }
-
-    int itemPathBytes() {
-        return itemPathBytes;
-    }
-
-    int slotPathBytes() {
-        return slotPathBytes;
     }
 
     /**

@@ -181,9 +181,9 @@ final class QueueConsumer<T> {
                             return looked || foundNone;
                         }
                         BackgroundRequests.await(
-                                CompletableFuture.anyOf(items.read(), dropped), deadline, queue.layout.items());
+                                CompletableFuture.anyOf(items.read(), dropped), deadline, queue.layout.items);
                     } else {
-                        BackgroundRequests.awaitWithin(items.read(), deadline, queue.layout.items());
+                        BackgroundRequests.awaitWithin(items.read(), deadline, queue.layout.items);
                     }
                     continue;
                 }
@@ -192,10 +192,10 @@ final class QueueConsumer<T> {
                 }
                 if (!waiting) {
                     waiting = true; // the watch first: arming it counts as a change, so a read follows
-                    items.awaitArmed(items.join(), deadline);
+                    items.awaitArmed(items.watch.join(), deadline);
                     continue;
                 }
-                CompletableFuture<Void> armed = items.ensureArmed();
+                CompletableFuture<Void> armed = items.watch.ensureArmed();
                 if (!armed.isDone() || armed.isCompletedExceptionally()) {
                     items.awaitArmed(armed, deadline); // a session end took the watch away
                 } else if (items.changedSinceRead()) {
@@ -226,7 +226,7 @@ final class QueueConsumer<T> {
             return true;
         } finally {
             if (waiting) {
-                items.leave();
+                items.watch.leave();
             }
         }
     }
@@ -258,7 +258,7 @@ final class QueueConsumer<T> {
                     return null;
                 }
                 listed = true;
-                BackgroundRequests.awaitFully(queue.items.read(), queue.layout.items());
+                BackgroundRequests.awaitFully(queue.items.read(), queue.layout.items);
                 continue;
             }
             // Not sent again after a lost connection: the call never waits for it.
@@ -371,7 +371,7 @@ final class QueueConsumer<T> {
             ops.add(TransactionOps.delete(client, claimPath));
             ops.add(TransactionOps.delete(client, queue.layout.item(name)));
         }
-        Slots.Outcome outcome = commit(slot, ops, queue.layout.items(), names);
+        Slots.Outcome outcome = commit(slot, ops, queue.layout.items, names);
         NameCache cache = queue.items.names();
         if (outcome.landed()) {
             for (int i = 0; i < names.size(); i++) {
@@ -539,7 +539,7 @@ final class QueueConsumer<T> {
                     queue.items::readCurrent,
                     deadline,
                     "read",
-                    queue.layout.items());
+                    queue.layout.items);
             return true;
         } catch (TimeoutException e) {
             return false;

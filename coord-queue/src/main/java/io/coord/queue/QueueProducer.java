@@ -148,12 +148,12 @@ final class QueueProducer {
                         if (!waiting) {
                             waiting = true;
                             // Then count again: room may have come before.
-                            queue.items.awaitArmed(queue.items.join(), deadline);
+                            queue.items.awaitArmed(queue.items.watch.join(), deadline);
                             continue;
                         }
                         // The watch is looked at after the signal was taken, as a consumer does: a session end that
                         // took it away since then fires that signal, and one before is seen here.
-                        CompletableFuture<Void> armed = queue.items.ensureArmed();
+                        CompletableFuture<Void> armed = queue.items.watch.ensureArmed();
                         if (!armed.isDone() || armed.isCompletedExceptionally()) {
                             queue.items.awaitArmed(armed, deadline); // then count again
                         } else if (!ChangeSignal.await(seen, deadline)) {
@@ -173,13 +173,13 @@ final class QueueProducer {
                     return false;
                 }
                 looked = true;
-                if (landed(queue.slots.commit(slot, creates(stored), queue.layout.items()), stored.size(), deadline)) {
+                if (landed(queue.slots.commit(slot, creates(stored), queue.layout.items), stored.size(), deadline)) {
                     return true;
                 }
                 attempt++;
             }
             throw new CoordinationException(
-                    "could not write to " + queue.layout.items() + " in " + MAX_ATTEMPTS + " attempts");
+                    "could not write to " + queue.layout.items + " in " + MAX_ATTEMPTS + " attempts");
         } catch (TimeoutException e) {
             // Every timed wait comes before the transaction, or after one that failed as a whole.
             if (looked) {
@@ -188,7 +188,7 @@ final class QueueProducer {
             throw e;
         } finally {
             if (waiting) {
-                queue.items.leave();
+                queue.items.watch.leave();
             }
         }
     }
@@ -238,7 +238,7 @@ final class QueueProducer {
         if (claim(batch)) {
             send(batch);
         }
-        return BackgroundRequests.awaitFully(batch.landed, queue.layout.items());
+        return BackgroundRequests.awaitFully(batch.landed, queue.layout.items);
     }
 
     /**
@@ -261,12 +261,12 @@ final class QueueProducer {
                 throw new IllegalStateException("a batch's turn never fails", e);
             }
         } else {
-            queue.awaitWhileConnected(batch.turn, queue.layout.items());
+            queue.awaitWhileConnected(batch.turn, queue.layout.items);
             if (!batch.turn.isDone() && leave(batch, stored, bytes)) {
                 return false;
             }
         }
-        BackgroundRequests.awaitFully(batch.turn, queue.layout.items()); // closed already: seen through
+        BackgroundRequests.awaitFully(batch.turn, queue.layout.items); // closed already: seen through
         return true;
     }
 
@@ -337,7 +337,7 @@ final class QueueProducer {
                 queue.slots.giveBack(slot);
                 return null;
             }
-            Slots.Outcome outcome = queue.slots.commit(slot, creates(stored), queue.layout.items());
+            Slots.Outcome outcome = queue.slots.commit(slot, creates(stored), queue.layout.items);
             if (BackgroundRequests.fully(deadline -> landed(outcome, stored.size(), deadline))) {
                 return true;
             }
@@ -346,7 +346,7 @@ final class QueueProducer {
             }
         }
         throw new CoordinationException(
-                "could not write to " + queue.layout.items() + " in " + MAX_ATTEMPTS + " attempts");
+                "could not write to " + queue.layout.items + " in " + MAX_ATTEMPTS + " attempts");
     }
 
     /**
@@ -374,10 +374,10 @@ final class QueueProducer {
         } else if (outcome.failedOp() >= 0 && outcome.code() == Code.NODEEXISTS) {
             // Named like an item already there: ZooKeeper's count of creates has ended (a client that did not see it
             // end wrote at the end's name as well).
-            queue.markCounterEnded();
+            queue.counterEnded = true;
             throw queue.counterRanOut();
         } else if (outcome.failedOp() >= 0) {
-            throw BackgroundRequests.failure("writing to", queue.layout.items(), outcome.code());
+            throw BackgroundRequests.failure("writing to", queue.layout.items, outcome.code());
         }
         return false;
     }
@@ -387,7 +387,7 @@ final class QueueProducer {
      * the path may have been made again since this client learnt it.
      */
     private void checkCounter(Deadline deadline) throws InterruptedException, TimeoutException {
-        if (queue.counterEnded()) {
+        if (queue.counterEnded) {
             // A count sent now: if it finds the count short of its end, the items parent was made again since.
             Stat fresh = count(deadline);
             if (fresh != null && SharedQueue.creates(fresh) != Integer.MAX_VALUE) {
@@ -400,7 +400,7 @@ final class QueueProducer {
     /** A fresh count; a caller that may wait rides out a lost connection. */
     private Stat count(Deadline deadline) throws InterruptedException, TimeoutException {
         return BackgroundRequests.awaitThroughOutages(
-                queue.context, queue.counts.next(), queue.counts::next, deadline, "count", queue.layout.items());
+                queue.context, queue.counts.next(), queue.counts::next, deadline, "count", queue.layout.items);
     }
 
     private List<CuratorOp> creates(List<byte[]> stored) {

@@ -105,12 +105,12 @@ final class SessionMarker {
             }
         } else if (!creating.tryLock(deadline.remainingNanos(), TimeUnit.NANOSECONDS)) {
             throw new TimeoutException(
-                    "another caller is still creating the session marker under " + queue.layout.sessions());
+                    "another caller is still creating the session marker under " + queue.layout.sessions);
         }
     }
 
     private TimeoutException lookEnded() {
-        return new TimeoutException("the look ended before the session marker under " + queue.layout.sessions()
+        return new TimeoutException("the look ended before the session marker under " + queue.layout.sessions
                 + " was made: the connection dropped");
     }
 
@@ -136,7 +136,7 @@ final class SessionMarker {
             }
             throw BackgroundRequests.failure("creating", marker, code);
         }
-        throw new CoordinationException("could not create a session marker under " + queue.layout.sessions());
+        throw new CoordinationException("could not create a session marker under " + queue.layout.sessions);
     }
 
     /**

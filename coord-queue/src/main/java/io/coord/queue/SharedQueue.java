@@ -46,6 +46,13 @@ final class SharedQueue {
     final Executor withdrawals = SerialExecutor.onCallbacks();
     /** The Stat of the items parent (null if it does not exist yet): numChildren is the size. */
     final SingleFlight<Stat> counts;
+    /**
+     * ZooKeeper's count of the creates under the items parent has reached its end, 2147483647, as a count or a write
+     * of this client found: every later item would be named the same. Cleared only with the count itself, when the
+     * items parent is found missing or made again: a count that finds the end short of it is older, or of a new
+     * parent, and only a count sent after the end was seen can tell which (see QueueProducer).
+     */
+    volatile boolean counterEnded;
 
     /**
      * At most {@code count} items were in the queue once {@code created} items had ever been created in it, as of the
@@ -56,9 +63,6 @@ final class SharedQueue {
     private final AtomicReference<Known> known = new AtomicReference<>();
     // Fired when the connection drops, the session ends or the client closes.
     private final ChangeSignal dropped = new ChangeSignal();
-    // ZooKeeper's count of the creates under the items parent has reached its end, 2147483647, as a count or a write
-    // of this client found: every later item would be named the same.
-    private volatile boolean counterEnded;
 
     /** The shared state of {@code path} on this context's client, made on first use; does no I/O. */
     static SharedQueue of(ClientContext context, String path) {
@@ -164,26 +168,12 @@ final class SharedQueue {
     }
 
     /**
-     * Set by a count or a write that finds the count of creates at its end; cleared only with the count itself, when
-     * the items parent is found missing or made again: a count that finds the end short of it is older, or of a new
-     * parent, and only a count sent after the end was seen can tell which (see QueueProducer).
-     */
-    boolean counterEnded() {
-        return counterEnded;
-    }
-
-    /**
      * How many children were ever created under {@code parent}, which is what ZooKeeper names the next one: the
      * server keeps that count, up to 2147483647 at the most, and reports {@code 2 * creates - numChildren} as the
      * cversion, in 32 bits that overflow past 2^30 creates. Halved unsigned, the sum is the count again.
      */
     static long creates(Stat parent) {
         return (parent.getCversion() + parent.getNumChildren()) >>> 1;
-    }
-
-    /** A write found an item named as its own would be: ZooKeeper's count of the creates has ended. */
-    void markCounterEnded() {
-        counterEnded = true;
     }
 
     /** Fails a write once ZooKeeper's count of the creates under the items parent has ended. */
@@ -194,7 +184,7 @@ final class SharedQueue {
     }
 
     CoordinationException counterRanOut() {
-        return new CoordinationException("the sequence counter of " + layout.items() + " has run out: ZooKeeper"
+        return new CoordinationException("the sequence counter of " + layout.items + " has run out: ZooKeeper"
                 + " names items with a 32-bit count of the creates under it, which ends at 2147483647 and then gives"
                 + " every item that same name, so the queue takes no more. Once it is drained and unused, delete "
                 + path + " and its count starts again from 0");
@@ -339,8 +329,8 @@ final class SharedQueue {
     private CompletableFuture<Stat> readCount() {
         return BackgroundRequests.call(
                         context,
-                        layout.items(),
-                        cb -> context.client().checkExists().inBackground(cb).forPath(layout.items()))
+                        layout.items,
+                        cb -> context.client().checkExists().inBackground(cb).forPath(layout.items))
                 .thenApply(event -> switch (BackgroundRequests.code(event)) {
                     case OK -> {
                         counted(event.getStat());
@@ -352,7 +342,7 @@ final class SharedQueue {
                     }
                     default ->
                         throw BackgroundRequests.failure(
-                                "reading the size of", layout.items(), BackgroundRequests.code(event));
+                                "reading the size of", layout.items, BackgroundRequests.code(event));
                 });
     }
 }

@@ -360,7 +360,7 @@ final class Slots {
     private Slot create(Deadline deadline) throws InterruptedException, TimeoutException {
         if (deadline.lookEnded()) {
             // A create sent now would wait for the connection, which a look does not.
-            throw new TimeoutException("the look ended before a write slot under " + queue.layout.slots()
+            throw new TimeoutException("the look ended before a write slot under " + queue.layout.slots
                     + " was made: the connection dropped");
         }
         Slot slot = new Slot(queue.layout.newSlot(), resets.get());
@@ -390,7 +390,7 @@ final class Slots {
                 throw BackgroundRequests.failure("creating", slot.path, code);
             }
         }
-        throw new CoordinationException("could not create a write slot under " + queue.layout.slots());
+        throw new CoordinationException("could not create a write slot under " + queue.layout.slots);
     }
 
     /**
