@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Predicate;
 
 /**
  * The item names the consumers of one path in one client know of, each in one {@link State}. Candidates are handed
@@ -186,14 +187,8 @@ final class NameCache {
     void reset() {
         Locked.run(lock, () -> {
             epoch++;
-            for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
-                Map.Entry<String, Entry> e = it.next();
-                e.getValue().data = null;
-                if (e.getValue().state != State.TAKEN && e.getValue().state != State.HELD) {
-                    it.remove();
-                    candidates.remove(Layout.node(e.getKey()));
-                }
-            }
+            entries.values().forEach(entry -> entry.data = null);
+            forgetUnheld(name -> true);
         });
     }
 
@@ -209,14 +204,7 @@ final class NameCache {
             Layout.parse(child).ifPresent(node -> listed.add(node.name()));
         }
         return Locked.get(lock, () -> {
-            for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
-                Map.Entry<String, Entry> e = it.next();
-                State state = e.getValue().state;
-                if (!listed.contains(e.getKey()) && state != State.TAKEN && state != State.HELD) {
-                    it.remove();
-                    candidates.remove(Layout.node(e.getKey()));
-                }
-            }
+            forgetUnheld(name -> !listed.contains(name));
             boolean added = false;
             for (String name : listed) {
                 Entry entry = entries.get(name);
@@ -263,6 +251,18 @@ final class NameCache {
             move(name, to);
             return true;
         });
+    }
+
+    // Guarded by lock. Forgets the names {@code which} picks, except those a local consumer holds (TAKEN, HELD).
+    private void forgetUnheld(Predicate<String> which) {
+        for (Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<String, Entry> e = it.next();
+            State state = e.getValue().state;
+            if (which.test(e.getKey()) && state != State.TAKEN && state != State.HELD) {
+                it.remove();
+                candidates.remove(Layout.node(e.getKey()));
+            }
+        }
     }
 
     // Guarded by lock.
