@@ -102,6 +102,9 @@ public final class Bench {
         notes.add("pkts/op is what the servers sent to clients in the window (srvr: Sent), replies and watch"
                 + " notifications alike: a change a view hears costs one packet per client with a view on the path,"
                 + " which req/op does not show; a transaction counts as one request and one packet");
+        notes.add("cpu/op is the CPU time the bench's process used in the window, per op, every thread counted: with"
+                + " the embedded ensemble that is the servers', the proxy's and the clients' alike, what an op costs"
+                + " the machine; with --connect, the clients' alone");
         Results results = new Results(
                 date,
                 machine(),

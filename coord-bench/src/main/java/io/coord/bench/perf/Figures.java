@@ -12,6 +12,8 @@ package io.coord.bench.perf;
  * @param throughput operations per second of wall time
  * @param requestsPerOp ZooKeeper requests the servers received, per operation
  * @param packetsPerOp packets the servers sent to clients, per operation: replies and watch notifications alike
+ * @param cpuMicrosPerOp CPU time the bench's process used per operation, every thread counted: the embedded
+ *     servers' too, so on one machine it is what an operation costs the whole system
  * @param extra a scenario-specific figure named by its row, such as the added thread count
  */
 public record Figures(
@@ -23,6 +25,7 @@ public record Figures(
         double throughput,
         double requestsPerOp,
         double packetsPerOp,
+        double cpuMicrosPerOp,
         double extra) {
 
     /** {@code this / other} for each figure; NaN where either is missing or the divisor is zero. */
@@ -35,6 +38,7 @@ public record Figures(
                 ratio(throughput, other.throughput),
                 ratio(requestsPerOp, other.requestsPerOp),
                 ratio(packetsPerOp, other.packetsPerOp),
+                ratio(cpuMicrosPerOp, other.cpuMicrosPerOp),
                 ratio(extra, other.extra));
     }
 
@@ -54,5 +58,6 @@ public record Figures(
             double throughput,
             double requestsPerOp,
             double packetsPerOp,
+            double cpuPerOp,
             double extra) {}
 }

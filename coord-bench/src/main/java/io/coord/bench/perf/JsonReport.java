@@ -69,6 +69,8 @@ public final class JsonReport {
                     .append(num(x.requestsPerOp()))
                     .append(", \"packets_per_op\": ")
                     .append(num(x.packetsPerOp()))
+                    .append(", \"cpu_per_op\": ")
+                    .append(num(x.cpuPerOp()))
                     .append(", \"extra\": ")
                     .append(num(x.extra()))
                     .append('}');
@@ -80,7 +82,8 @@ public final class JsonReport {
         return "{\"impl\": " + str(f.impl()) + ", \"ops\": " + f.ops() + ", \"median_us\": " + num(f.medianMicros())
                 + ", \"p99_us\": " + num(f.p99Micros()) + ", \"mean_us\": " + num(f.meanMicros())
                 + ", \"throughput_per_s\": " + num(f.throughput()) + ", \"requests_per_op\": "
-                + num(f.requestsPerOp()) + ", \"packets_per_op\": " + num(f.packetsPerOp()) + ", \"extra\": "
+                + num(f.requestsPerOp()) + ", \"packets_per_op\": " + num(f.packetsPerOp()) + ", \"cpu_us_per_op\": "
+                + num(f.cpuMicrosPerOp()) + ", \"extra\": "
                 + num(f.extra()) + "}";
     }
 

@@ -6,7 +6,7 @@ import java.util.Locale;
 
 /** Renders {@link Results} as the console table and as Markdown. */
 public final class Report {
-    private static final String CONSOLE_ROW = "    %-34s %8s %9s %9s %9s %11s %7s %7s  %s%n";
+    private static final String CONSOLE_ROW = "    %-34s %8s %9s %9s %9s %11s %7s %7s %8s  %s%n";
 
     private Report() {}
 
@@ -25,6 +25,7 @@ public final class Report {
                 "throughput",
                 "req/op",
                 "pkts/op",
+                "cpu/op",
                 "extra"));
         String lastScenario = "";
         for (Row row : results.rows()) {
@@ -67,8 +68,8 @@ public final class Report {
                 .append(", ");
         md.append(results.machine()).append("\n\n");
         md.append(
-                "| # | scenario | variant | implementation | ops | median | p99 | mean | throughput | req/op | pkts/op | extra |\n");
-        md.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+                "| # | scenario | variant | implementation | ops | median | p99 | mean | throughput | req/op | pkts/op | cpu/op | extra |\n");
+        md.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         for (Row row : results.rows()) {
             appendMarkdown(md, row, row.coord());
             row.curator().forEach(f -> appendMarkdown(md, row, f));
@@ -95,7 +96,7 @@ public final class Report {
         return md.toString();
     }
 
-    /** The seven ratio cells of a coord/Curator line, in column order, for the console and Markdown alike. */
+    /** The eight ratio cells of a coord/Curator line, in column order, for the console and Markdown alike. */
     private static List<String> ratioCells(Row row, Figures.Ratios r) {
         return List.of(
                 Format.ratio(r.median()),
@@ -104,6 +105,7 @@ public final class Report {
                 Format.ratio(r.throughput()),
                 Format.ratio(r.requestsPerOp()),
                 Format.ratio(r.packetsPerOp()),
+                Format.ratio(r.cpuPerOp()),
                 row.extraName().isEmpty() ? "" : Format.ratio(r.extra()));
     }
 
@@ -143,13 +145,14 @@ public final class Report {
                 Format.throughput(f.throughput()),
                 Format.perOp(f.requestsPerOp()),
                 Format.perOp(f.packetsPerOp()),
+                Format.latency(f.cpuMicrosPerOp()),
                 Format.extra(f.extra(), extraName)));
     }
 
     private static void appendMarkdown(StringBuilder md, Row row, Figures f) {
         md.append(String.format(
                 Locale.ROOT,
-                "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
+                "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
                 row.scenario(),
                 row.title(),
                 row.variant(),
@@ -161,6 +164,7 @@ public final class Report {
                 Format.throughput(f.throughput()),
                 Format.perOp(f.requestsPerOp()),
                 Format.perOp(f.packetsPerOp()),
+                Format.latency(f.cpuMicrosPerOp()),
                 Format.extra(f.extra(), row.extraName())));
     }
 

@@ -1,14 +1,15 @@
 package io.coord.bench.perf;
 
 import io.coord.bench.ServerCounters;
+import java.lang.management.ManagementFactory;
 import java.util.OptionalLong;
 import org.HdrHistogram.ConcurrentHistogram;
 import org.HdrHistogram.Histogram;
 
 /**
  * What one implementation did in one row, accumulated over the rounds: a latency histogram any thread can record
- * into, plus the operations, wall time, and the requests the servers received and the packets they sent in each
- * measured window.
+ * into, plus the operations, wall time, the requests the servers received and the packets they sent in each
+ * measured window, and the CPU time the bench's process spent in it.
  */
 public final class Sample {
     private final String impl;
@@ -20,6 +21,8 @@ public final class Sample {
     private boolean requestsKnown = true;
     private long packets;
     private boolean packetsKnown = true;
+    private long cpuNanos;
+    private boolean cpuKnown = true;
     private double extra = Double.NaN;
 
     public Sample(String impl) {
@@ -44,13 +47,15 @@ public final class Sample {
         this.extra = value;
     }
 
-    synchronized void add(long windowOps, long windowNanos, OptionalLong windowRequests, OptionalLong windowPackets) {
+    synchronized void add(long windowOps, long windowNanos, Counts counted) {
         ops += windowOps;
         elapsedNanos += windowNanos;
-        requests += windowRequests.orElse(0);
-        requestsKnown &= windowRequests.isPresent();
-        packets += windowPackets.orElse(0);
-        packetsKnown &= windowPackets.isPresent();
+        requests += counted.requests().orElse(0);
+        requestsKnown &= counted.requests().isPresent();
+        packets += counted.packets().orElse(0);
+        packetsKnown &= counted.packets().isPresent();
+        cpuNanos += counted.cpuNanos().orElse(0);
+        cpuKnown &= counted.cpuNanos().isPresent();
     }
 
     public synchronized Figures figures() {
@@ -64,13 +69,31 @@ public final class Sample {
                 elapsedNanos > 0 ? ops * 1e9 / elapsedNanos : Double.NaN,
                 requestsKnown && ops > 0 ? (double) requests / ops : Double.NaN,
                 packetsKnown && ops > 0 ? (double) packets / ops : Double.NaN,
+                cpuKnown && ops > 0 ? cpuNanos / 1_000.0 / ops : Double.NaN,
                 extra);
     }
 
-    /** The servers' counters at one moment: requests received, packets sent; empty where unknown. */
-    private record Counts(OptionalLong requests, OptionalLong packets) {
+    /**
+     * The servers' counters at one moment (requests received, packets sent), and the CPU time this process has used;
+     * empty where unknown. Within a window they are deltas.
+     */
+    private record Counts(OptionalLong requests, OptionalLong packets, OptionalLong cpuNanos) {
         static Counts read(ServerCounters counters) {
-            return new Counts(counters.requestsReceived(), counters.packetsSent());
+            return new Counts(counters.requestsReceived(), counters.packetsSent(), processCpuNanos());
+        }
+
+        Counts since(Counts start) {
+            return new Counts(
+                    delta(start.requests, requests), delta(start.packets, packets), delta(start.cpuNanos, cpuNanos));
+        }
+
+        /** What every thread of this process has run, the embedded servers' and the proxy's included. */
+        private static OptionalLong processCpuNanos() {
+            if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+                long nanos = os.getProcessCpuTime();
+                return nanos < 0 ? OptionalLong.empty() : OptionalLong.of(nanos);
+            }
+            return OptionalLong.empty();
         }
 
         static OptionalLong delta(OptionalLong start, OptionalLong end) {
@@ -97,12 +120,7 @@ public final class Sample {
         /** Stops the clock, then reads the counters; returns the window's wall time in nanoseconds. */
         public long close(long ops) {
             long nanos = System.nanoTime() - startNanos;
-            Counts end = Counts.read(counters);
-            sample.add(
-                    ops,
-                    nanos,
-                    Counts.delta(start.requests(), end.requests()),
-                    Counts.delta(start.packets(), end.packets()));
+            sample.add(ops, nanos, Counts.read(counters).since(start));
             return nanos;
         }
     }

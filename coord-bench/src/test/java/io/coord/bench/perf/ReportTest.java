@@ -13,7 +13,7 @@ class ReportTest {
     private static final double NA = Double.NaN;
 
     private static Figures figures(String impl, double median, double throughput, double requests) {
-        return new Figures(impl, 100, median, median * 2, median, throughput, requests, requests * 2, NA);
+        return new Figures(impl, 100, median, median * 2, median, throughput, requests, requests * 2, median / 4, NA);
     }
 
     @Test
@@ -24,6 +24,7 @@ class ReportTest {
         assertEquals(1.5, r.throughput(), 1e-9);
         assertEquals(0.75, r.requestsPerOp(), 1e-9);
         assertEquals(0.75, r.packetsPerOp(), 1e-9);
+        assertEquals(0.7, r.cpuPerOp(), 1e-9);
     }
 
     @Test
