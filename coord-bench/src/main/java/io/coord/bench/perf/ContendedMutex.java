@@ -30,7 +30,7 @@ final class ContendedMutex implements Scenario {
             String coordPath = ctx.path("s2", "coord", String.valueOf(n));
             String curatorPath = ctx.path("s2", "curator", String.valueOf(n));
             MutexTurns turns = MutexTurns.of(ctx, sessions, "2", coordPath, curatorPath);
-            turns.warmUp(ctx, "2 contended mutex, " + n + " sessions");
+            turns.warmUp(ctx, "2 contended mutex, " + n + " sessions", 0);
             Sample coord = new Sample("coord ReentrantMutex");
             Sample curator = new Sample("Curator InterProcessMutex");
             Rounds.run(

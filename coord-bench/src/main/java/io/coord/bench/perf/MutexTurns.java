@@ -17,19 +17,33 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
  */
 record MutexTurns(List<Load.Op> coord, List<Load.Op> curator) {
     /**
-     * Unmeasured load per side before the rounds. coord's contended path (a view hearing other sessions' nodes, grants
-     * by event, or predecessor watches past the herd bound) shares little code with scenario 1's, which warmed the
-     * uncontended one; measured cold, scenario 2's first quick window ran at about half the speed of its fourth.
+     * Unmeasured load per side before the rounds, in slices of this length. coord's contended path (a view hearing
+     * other sessions' nodes, grants by event, or predecessor watches past the herd bound) shares little code with
+     * scenario 1's, which warmed the uncontended one; measured cold, scenario 2's first quick window ran at about half
+     * the speed of its fourth.
      */
-    private static final Duration WARM_UP = Duration.ofSeconds(2);
+    private static final Duration WARM_UP_SLICE = Duration.ofSeconds(2);
+    /** The most a side warms up, however few turns it has taken. */
+    private static final Duration WARM_UP_CAP = Duration.ofSeconds(40);
 
-    /** Runs every turn of both sides, unmeasured, for {@link #WARM_UP} each; {@code what} names the progress line. */
-    void warmUp(BenchContext ctx, String what) throws Exception {
+    /**
+     * Runs every turn of both sides, unmeasured: one slice each, and more until the side has taken {@code minTurns}
+     * turns (or {@link #WARM_UP_CAP} has passed). The JIT compiles a method after some thousands of calls, so a side's
+     * per-turn code is warm after a number of turns, not of seconds. {@code what} names the progress line.
+     */
+    void warmUp(BenchContext ctx, String what, int minTurns) throws Exception {
         ctx.progress(what + ": warming up");
-        Sample discard = new Sample("warm-up");
-        Load.concurrent(ctx, discard, coord, WARM_UP);
-        Load.concurrent(ctx, discard, curator, WARM_UP);
+        for (List<Load.Op> side : List.of(coord, curator)) {
+            long turns = 0;
+            long started = System.nanoTime();
+            do {
+                Sample slice = new Sample("warm-up");
+                Load.concurrent(ctx, slice, side, WARM_UP_SLICE);
+                turns += slice.figures().ops();
+            } while (turns < minTurns && System.nanoTime() - started < WARM_UP_CAP.toNanos());
+        }
     }
+
     /**
      * Turns for every session on the two paths; {@code label} names the guards, e.g. "2" or "9". Both paths are
      * created first: otherwise every session's first turn would race to make them, its create failing and its client
