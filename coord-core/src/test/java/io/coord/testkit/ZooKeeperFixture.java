@@ -91,16 +91,18 @@ public final class ZooKeeperFixture
     }
 
     /**
-     * A test class that runs {@link InBothEngineModes} gets its clients in the mode of the run: its
-     * {@code @Parameter EngineMode} field, injected by then, says which.
+     * A test class that runs {@link InBothEngineModes} (or one of them) gets its clients in the mode of the run: its
+     * {@code @Parameter EngineMode} field, its own or a superclass's, injected by then, says which.
      */
     @Override
     public void beforeEach(ExtensionContext context) throws IllegalAccessException {
         Object test = context.getRequiredTestInstance();
-        for (Field field : test.getClass().getDeclaredFields()) {
-            if (field.getType() == EngineMode.class && field.isAnnotationPresent(Parameter.class)) {
-                field.setAccessible(true);
-                mode((EngineMode) field.get(test));
+        for (Class<?> type = test.getClass(); type != Object.class; type = type.getSuperclass()) {
+            for (Field field : type.getDeclaredFields()) {
+                if (field.getType() == EngineMode.class && field.isAnnotationPresent(Parameter.class)) {
+                    field.setAccessible(true);
+                    mode((EngineMode) field.get(test));
+                }
             }
         }
     }

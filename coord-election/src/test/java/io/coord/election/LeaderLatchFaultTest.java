@@ -15,7 +15,6 @@ import io.coord.core.Participant;
 import io.coord.testkit.Acls;
 import io.coord.testkit.CapturedLog;
 import io.coord.testkit.EngineMode;
-import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
@@ -36,10 +35,13 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
 
-/** Session expiry and connection loss under a leading latch. */
-@InBothEngineModes
+/**
+ * Session expiry and connection loss under a leading latch. Run in each engine mode by {@link
+ * LeaderLatchFaultInViewModeTest} and {@link LeaderLatchFaultInWatchModeTest}, two classes so that the two modes run
+ * side by side.
+ */
 @Timeout(60)
-class LeaderLatchFaultTest {
+abstract class LeaderLatchFaultTest {
     private static final Id ANYONE = new Id("world", "anyone");
 
     @RegisterExtension

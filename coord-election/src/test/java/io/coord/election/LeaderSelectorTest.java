@@ -14,7 +14,6 @@ import io.coord.core.internal.Observations;
 import io.coord.core.internal.Observer;
 import io.coord.testkit.CapturedLog;
 import io.coord.testkit.EngineMode;
-import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
 import java.io.IOException;
@@ -38,10 +37,13 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
 
-/** Terms, requeueing, interruption and leaving, against one embedded server. */
-@InBothEngineModes
+/**
+ * Terms, requeueing, interruption and leaving, against one embedded server. Run in each engine mode by {@link
+ * LeaderSelectorInViewModeTest} and {@link LeaderSelectorInWatchModeTest}, two classes so that the two modes run side
+ * by side.
+ */
 @Timeout(60)
-class LeaderSelectorTest {
+abstract class LeaderSelectorTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
 

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.testkit.EngineMode;
-import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
 import java.util.List;
@@ -32,10 +31,12 @@ import org.junit.jupiter.params.Parameter;
  * Leadership under Curator's {@code SessionConnectionStateErrorPolicy}: it lasts through a suspended connection and
  * ends only when the session is lost. The standard policy's behaviour is covered by {@link LeaderLatchFaultTest} and
  * {@link LeaderSelectorTest}.
+ *
+ * <p>Run in each engine mode by {@link SessionErrorPolicyInViewModeTest} and {@link SessionErrorPolicyInWatchModeTest},
+ * two classes so that the two modes run side by side.
  */
-@InBothEngineModes
 @Timeout(60)
-class SessionErrorPolicyTest {
+abstract class SessionErrorPolicyTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
 

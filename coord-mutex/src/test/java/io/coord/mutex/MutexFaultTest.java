@@ -13,7 +13,6 @@ import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
-import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
@@ -50,10 +49,13 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
 
-/** Session expiry, connection loss, closed clients and fencing, against one embedded server. */
-@InBothEngineModes
+/**
+ * Session expiry, connection loss, closed clients and fencing, against one embedded server. Run in each engine mode by
+ * {@link MutexFaultInViewModeTest} and {@link MutexFaultInWatchModeTest}, two classes so that the two modes run side by
+ * side.
+ */
 @Timeout(90)
-class MutexFaultTest {
+abstract class MutexFaultTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
 

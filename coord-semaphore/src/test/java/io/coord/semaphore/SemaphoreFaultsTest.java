@@ -18,7 +18,6 @@ import io.coord.core.internal.Observer;
 import io.coord.testkit.Background;
 import io.coord.testkit.BreakingTicker;
 import io.coord.testkit.EngineMode;
-import io.coord.testkit.InBothEngineModes;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
@@ -43,10 +42,13 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.Parameter;
 
-/** Unusable clients, timeouts of any length, failures mid-wait, and deadlines while the server is down. */
-@InBothEngineModes
+/**
+ * Unusable clients, timeouts of any length, failures mid-wait, and deadlines while the server is down. Run in each
+ * engine mode by {@link SemaphoreFaultsInViewModeTest} and {@link SemaphoreFaultsInWatchModeTest}, two classes so that
+ * the two modes run side by side.
+ */
 @Timeout(90)
-class SemaphoreFaultsTest {
+abstract class SemaphoreFaultsTest {
     private static final Duration FOREVER = ChronoUnit.FOREVER.getDuration();
 
     @RegisterExtension

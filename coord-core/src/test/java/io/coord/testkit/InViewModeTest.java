@@ -1,0 +1,8 @@
+package io.coord.testkit;
+
+@InViewMode
+class InViewModeTest extends OneEngineModeCases {
+    InViewModeTest() {
+        super(EngineMode.VIEW);
+    }
+}

@@ -1,0 +1,8 @@
+package io.coord.testkit;
+
+@InWatchMode
+class InWatchModeTest extends OneEngineModeCases {
+    InWatchModeTest() {
+        super(EngineMode.WATCH);
+    }
+}

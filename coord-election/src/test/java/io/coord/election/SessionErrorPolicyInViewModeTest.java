@@ -1,0 +1,6 @@
+package io.coord.election;
+
+import io.coord.testkit.InViewMode;
+
+@InViewMode
+class SessionErrorPolicyInViewModeTest extends SessionErrorPolicyTest {}

@@ -1,0 +1,6 @@
+package io.coord.mutex;
+
+import io.coord.testkit.InWatchMode;
+
+@InWatchMode
+class MutexFaultInWatchModeTest extends MutexFaultTest {}

@@ -1,0 +1,6 @@
+package io.coord.semaphore;
+
+import io.coord.testkit.InViewMode;
+
+@InViewMode
+class SemaphoreFaultsInViewModeTest extends SemaphoreFaultsTest {}
