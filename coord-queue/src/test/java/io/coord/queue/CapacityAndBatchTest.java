@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import static io.coord.queue.TestQueues.drain;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -28,14 +29,6 @@ class CapacityAndBatchTest {
         return DistributedQueue.builder(client, path, QueueSerializer.utf8())
                 .capacity(capacity)
                 .build();
-    }
-
-    private static List<String> drain(DistributedQueue<String> queue) {
-        List<String> items = new ArrayList<>();
-        for (String item = queue.poll(); item != null; item = queue.poll()) {
-            items.add(item);
-        }
-        return items;
     }
 
     private static <V> CompletableFuture<V> async(Blocking<V> call) {

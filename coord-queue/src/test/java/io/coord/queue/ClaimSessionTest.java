@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import static io.coord.queue.TestQueues.queue;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -37,10 +38,6 @@ class ClaimSessionTest {
 
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
-
-    private static DistributedQueue<String> queue(CuratorFramework client, String path) {
-        return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
-    }
 
     private static long sessionOf(CuratorFramework client) throws Exception {
         return client.getZookeeperClient().getZooKeeper().getSessionId();

@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import static io.coord.queue.TestQueues.queue;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -21,7 +22,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
-import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -31,10 +31,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class DistributedQueueTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
-
-    private static DistributedQueue<String> queue(CuratorFramework client, String path) {
-        return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
-    }
 
     @Test
     void itemsComeOutInTheOrderTheyWentIn() throws Exception {

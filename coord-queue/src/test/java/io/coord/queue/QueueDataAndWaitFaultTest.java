@@ -1,7 +1,7 @@
 package io.coord.queue;
 
-import static io.coord.queue.QueueFaultTest.drain;
-import static io.coord.queue.QueueFaultTest.queue;
+import static io.coord.queue.TestQueues.drain;
+import static io.coord.queue.TestQueues.queue;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

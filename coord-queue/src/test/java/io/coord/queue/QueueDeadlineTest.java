@@ -1,5 +1,6 @@
 package io.coord.queue;
 
+import static io.coord.queue.TestQueues.queue;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -45,10 +46,6 @@ class QueueDeadlineTest {
     @FunctionalInterface
     private interface Call<V> {
         V call() throws InterruptedException;
-    }
-
-    private static DistributedQueue<String> queue(CuratorFramework client, String path) {
-        return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
     }
 
     /**

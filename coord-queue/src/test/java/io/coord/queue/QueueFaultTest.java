@@ -1,5 +1,7 @@
 package io.coord.queue;
 
+import static io.coord.queue.TestQueues.drain;
+import static io.coord.queue.TestQueues.queue;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -45,10 +47,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class QueueFaultTest {
     @RegisterExtension
     static final ZooKeeperFixture zk = new ZooKeeperFixture();
-
-    static DistributedQueue<String> queue(CuratorFramework client, String path) {
-        return DistributedQueue.builder(client, path, QueueSerializer.utf8()).build();
-    }
 
     /**
      * Cuts the client behind {@code proxy} off, deletes the queue's write slots by hand meanwhile, and lets the client
@@ -98,7 +96,7 @@ class QueueFaultTest {
             DistributedQueue<String> queue,
             CompletableFuture<Void> put) {
         static PutInFlight start(String path) throws Exception {
-            return start(path, client -> QueueFaultTest.queue(client, path));
+            return start(path, client -> TestQueues.queue(client, path));
         }
 
         /** "a" is in a queue of {@code capacity}, and "b" has landed, its reply lost. */
@@ -133,14 +131,6 @@ class QueueFaultTest {
         List<String> items =
                 IntStream.range(0, count).mapToObj(i -> "item-" + i).toList();
         queue(client, path).putAll(items);
-        return items;
-    }
-
-    static List<String> drain(DistributedQueue<String> queue) {
-        List<String> items = new ArrayList<>();
-        for (String item = queue.poll(); item != null; item = queue.poll()) {
-            items.add(item);
-        }
         return items;
     }
 
