@@ -19,7 +19,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The waiting rule of DESIGN.md: a waiter reads the children once, then only prunes the nodes it learns are gone. These
+ * The waiting rule of the predecessor-watch engine: a waiter reads the children once, then only prunes the nodes it learns are gone. These
  * properties check, over random histories, that a grant on the pruned snapshot is never premature and that a refusal
  * which misses a free slot always watches a node that is already gone, so the waiter wakes at once.
  */
@@ -216,7 +216,7 @@ class PruningPropertyTest {
                     List.copyOf(fresh),
                     fresh.indexOf(us),
                     Set.copyOf(deleted));
-            // The premise DESIGN.md rests on: the pruned snapshot is a superset of our live predecessors.
+            // The premise the waiting rule rests on: the pruned snapshot is a superset of our live predecessors.
             assertTrue(pruned.containsAll(fresh), () -> "pruned snapshot lost a live predecessor: " + scenario);
             assertEquals(pruned.size() - 1, pruned.indexOf(us), () -> "we are last in the pruned view: " + scenario);
             return scenario;

@@ -11,6 +11,7 @@ import io.coord.core.CoordinationException;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.ClientContext;
+import io.coord.core.internal.Executors;
 import io.coord.testkit.Acls;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
@@ -185,6 +186,36 @@ class MutexViewTest {
         mutex.acquire();
         mutex.release();
         assertEquals(1, counter.count(path, "AddWatch"), () -> "a crowded view stays dropped: " + counter.names(path));
+        client.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aCrowdedVerdictOutlivesTheLinger() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-herd-memory");
+        RequestCounter counter = new RequestCounter();
+        CuratorFramework client = zk.newClient(counter);
+        ClientContext context = ClientContext.of(client);
+        Duration linger = Duration.ofSeconds(1);
+        context.configureViews(context.viewSettings().withMaxOthers(2).withLinger(linger));
+        List<CompletableFuture<Lease>> queued = queueOtherSessions(path, 3);
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        CompletableFuture<Lease> crowded = mutex.acquireAsync();
+        await().until(() -> counter.count(path, "GetData") == 1); // its read found the path crowded
+        for (CompletableFuture<Lease> other : queued) {
+            other.get(10, TimeUnit.SECONDS).close();
+        }
+        crowded.get(10, TimeUnit.SECONDS).close();
+        // The view's last user left. Its linger is over once the timer has run what was due before this.
+        Executors.after(linger).get(10, TimeUnit.SECONDS);
+
+        // The path is empty now, but the verdict stays: the view comes back only after reads in a row find the path
+        // quiet. A view made anew would count it at the first acquisition, and join at the second.
+        mutex.acquire();
+        mutex.release();
+        mutex.acquire();
+        mutex.release();
+        assertEquals(0, counter.count(path, "AddWatch"), () -> "a crowded view came back: " + counter.names(path));
         client.close();
         zk.assertNoLeaks(path);
     }

@@ -1,6 +1,7 @@
 package io.coord.core.internal;
 
 import io.coord.core.SequenceNode;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.Set;
@@ -10,16 +11,24 @@ import java.util.Set;
  * N clients contending a round costs O(N²) notifications: a client keeps its view only while the path holds at most
  * {@link ViewSettings#maxOthers} nodes besides its own (its own include those whose creates have not answered yet),
  * and falls back to predecessor watches above it, until {@link #QUIET_READS} reads in a row find the path back at
- * half the bound. The count is checked when the client's own nodes join the view and at every create event, so an
- * idle view that a burst crowds is dropped at once instead of hearing the whole burst. Nor does a client add a view to
- * a path it has not counted yet: its first acquisition there queues with predecessor watches, and that read is the
- * count.
+ * half the bound, however long the client leaves the path alone in between (up to {@link #CROWDED_MEMORY}). The count
+ * is checked when the client's own nodes join the view and at every create event, so an idle view that a burst
+ * crowds is dropped at once instead of hearing the whole burst. Nor does a client add a view to a path it has not
+ * counted yet: its first acquisition there queues with predecessor watches, and that read is the count.
  *
  * <p>Guarded by the view's lock.
  */
 final class HerdBound {
     /** Reads in a row that must find a crowded path quiet before its view is used again. */
     static final int QUIET_READS = 4;
+
+    /**
+     * How long, at least, an unused view that was crowded keeps its verdict, whatever the linger. Remembering costs
+     * the servers nothing (a crowded view has no watch) and only delays a view on a path that turned quiet; forgetting
+     * sends each client that finds the path empty at the start of the next burst to add a view that hears the whole
+     * burst until it is crowded again.
+     */
+    static final Duration CROWDED_MEMORY = Duration.ofMinutes(1);
 
     /** What a count outside the view means for the view. */
     enum Count {

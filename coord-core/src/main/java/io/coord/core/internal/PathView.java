@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * observer of the client on the path shares it, so that entering costs only the create and a hand-off no request at
  * all.
  *
- * <p>What makes deciding on it safe (see DESIGN.md, "The view"):
+ * <p>What makes deciding on it safe:
  *
  * <ul>
  *   <li>A session's events and async replies come through one queue in the server's order. When a create's async
@@ -148,7 +148,7 @@ final class PathView {
     PathView(ClientContext context, String path) {
         this.context = context;
         this.path = path;
-        this.users = new ViewUsers(() -> context.viewSettings().lingerNanos(), this::lingered);
+        this.users = new ViewUsers(this::lingerNanos, this::lingered);
     }
 
     String path() {
@@ -196,6 +196,18 @@ final class PathView {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * How long the view outlives its last user. A crowded view holds no watch, only its verdict, and keeps that for
+     * at least {@link HerdBound#CROWDED_MEMORY}: a burst on a hot path then queues with predecessor watches at once,
+     * instead of bringing back the views of those who find it empty (bench scenario 9).
+     */
+    private long lingerNanos() {
+        long linger = context.viewSettings().lingerNanos();
+        return unusable == Unusable.CROWDED
+                ? Math.max(linger, Deadline.saturatedNanos(HerdBound.CROWDED_MEMORY))
+                : linger;
     }
 
     private void lingered(long due) {

@@ -14,7 +14,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code coord.view.maxOthers} — the herd bound: a client keeps a path's view only while the path holds at
  *       most this many nodes besides its own (default 32), checked at each of its own entries and at every create
  *       the view hears. Above it the path falls back to predecessor watches, and comes back to the view once four
- *       reads in a row find at most half as many ({@link HerdBound}).
+ *       reads in a row find at most half as many ({@link HerdBound}). A crowded view keeps that verdict for at
+ *       least a minute after its last use, whatever the linger.
  *   <li>{@code coord.view.linger} — how long a view outlives its last user: no acquisition, no held lease and no
  *       observer of the client on the path (default {@code PT2S}, ISO-8601, or a number of milliseconds). Then its
  *       persistent watch is removed on the server.

@@ -1,7 +1,7 @@
 /**
  * coord's shared machinery: the lease engine, the per-client registry and its session events, deadlines, result
  * codes, single-flight reads, ordered listener delivery and the executors. <b>Not API</b>: nothing here is covered by
- * the compatibility promise of API.md, and any of it may change in any release.
+ * the compatibility promise of the public API, and any of it may change in any release.
  *
  * <p>It is public only because Java has no friend modules: every published module (mutex, read/write lock,
  * semaphore, queue, election) is a separate artifact in its own package and builds on this layer instead of keeping
