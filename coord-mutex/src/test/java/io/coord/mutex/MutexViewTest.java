@@ -194,10 +194,8 @@ class MutexViewTest {
     void aCrowdedVerdictOutlivesTheLinger() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-herd-memory");
         RequestCounter counter = new RequestCounter();
-        CuratorFramework client = zk.newClient(counter);
-        ClientContext context = ClientContext.of(client);
         Duration linger = Duration.ofSeconds(1);
-        context.configureViews(context.viewSettings().withMaxOthers(2).withLinger(linger));
+        CuratorFramework client = clientWithViews(counter, 2, linger);
         List<CompletableFuture<Lease>> queued = queueOtherSessions(path, 3);
         ReentrantMutex mutex = new ReentrantMutex(client, path);
         CompletableFuture<Lease> crowded = mutex.acquireAsync();
@@ -308,9 +306,7 @@ class MutexViewTest {
     void aClientAloneOnAPathKeepsItsViewUnderABoundOfZero() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-herd-zero");
         RequestCounter counter = new RequestCounter();
-        CuratorFramework client = zk.newClient(counter);
-        ClientContext context = ClientContext.of(client);
-        context.configureViews(context.viewSettings().withMaxOthers(0).withLinger(Duration.ofMinutes(1)));
+        CuratorFramework client = clientWithViews(counter, 0, Duration.ofMinutes(1));
         ReentrantMutex mutex = new ReentrantMutex(client, path);
         for (int i = 0; i < 12; i++) {
             mutex.acquire();
@@ -338,9 +334,15 @@ class MutexViewTest {
 
     /** A client whose views allow two nodes of other sessions, and linger for a minute. */
     private static CuratorFramework clientWithHerdBoundOfTwo(RequestCounter counter) throws InterruptedException {
+        return clientWithViews(counter, 2, Duration.ofMinutes(1));
+    }
+
+    /** A client whose views allow {@code maxOthers} nodes of other sessions, and linger for {@code linger}. */
+    private static CuratorFramework clientWithViews(RequestCounter counter, int maxOthers, Duration linger)
+            throws InterruptedException {
         CuratorFramework client = zk.newClient(counter);
         ClientContext context = ClientContext.of(client);
-        context.configureViews(context.viewSettings().withMaxOthers(2).withLinger(Duration.ofMinutes(1)));
+        context.configureViews(context.viewSettings().withMaxOthers(maxOthers).withLinger(linger));
         return client;
     }
 
