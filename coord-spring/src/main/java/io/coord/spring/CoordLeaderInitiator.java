@@ -36,8 +36,11 @@ import org.springframework.integration.leader.event.LeaderEventPublisher;
  * lost (Curator's default error policy; see {@link LeaderSelector}), and on {@link #stop()}. After a term that ended
  * while running, the candidate joins the election again at the back of the queue.
  *
- * <p>The context given to the candidate is a {@link CoordContext}: its {@link CoordContext#fencingToken()} is the term's
- * leader epoch, larger for every later leader, for writes that must be rejected once a newer leader exists.
+ * <p>The context given to the candidate, and carried by the events, is the term's {@link CoordContext}: its {@link
+ * CoordContext#fencingToken()} is the term's leader epoch, larger for every later leader, for writes that must be
+ * rejected once a newer leader exists. It speaks for its own term only, and says false for good once that term ends.
+ * {@link #getContext()} is the initiator's: one live context for whichever term runs when it is asked, as
+ * spring-integration-zookeeper gives it.
  */
 public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEventPublisherAware {
     /**
@@ -59,6 +62,7 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
     private final Candidate candidate;
     private final String path;
     private final ReentrantLock lifecycle = new ReentrantLock();
+    private final Context context = new CurrentTermContext();
     private volatile LeaderEventPublisher publisher;
     private volatile boolean publisherSet;
     private volatile boolean autoStartup = true;
@@ -79,8 +83,9 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
      * Elects at {@code <root>/<role>}. Does no I/O: {@link #start()} joins the election.
      *
      * @throws NullPointerException if {@code client} or {@code candidate} is null, or the candidate's id is
-     * @throws IllegalArgumentException if {@code root} is not a valid path, the candidate's role is not a valid
-     *     znode name, or its id is longer than a participant id may be
+     * @throws IllegalArgumentException if {@code root} is not a valid path (one ending in {@code /} is taken as if it
+     *     did not, and {@code /} is the top), the candidate's role is not a valid znode name, or its id is longer than
+     *     a participant id may be
      */
     public CoordLeaderInitiator(CuratorFramework client, Candidate candidate, String root) {
         this.client = Arguments.client(client);
@@ -90,8 +95,19 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
             throw new IllegalArgumentException("candidate role '" + role
                     + "' is not a valid znode name: it must be non-empty, not . or .., " + "and contain no /");
         }
-        this.path = Arguments.path(Arguments.path(root) + "/" + role);
+        this.path = Arguments.path(electionPath(root, role));
         Arguments.participantId(candidate.getId());
+    }
+
+    /**
+     * {@code <root>/<role>}. spring-integration-zookeeper takes a root that ends in {@code /}, as its own default does,
+     * and {@code /} itself for the top, so both are taken here too.
+     */
+    private static String electionPath(String root, String role) {
+        if (root == null) {
+            throw new IllegalArgumentException("root must not be null");
+        }
+        return (root.endsWith("/") ? root : root + "/") + role;
     }
 
     /** The election's path, {@code <root>/<role>}. */
@@ -206,12 +222,20 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
         }
     }
 
-    /** The current term's context, or one whose {@link Context#isLeader()} is false when this candidate does not lead. */
+    /**
+     * The initiator's context, one object for its whole life, as spring-integration-zookeeper's initiator gives it:
+     * {@link Context#isLeader()} is true while a term of this initiator leads, and {@link Context#yield()} gives up
+     * the term that runs when it is called. A health check or a guard may keep it. The fencing token is the term's:
+     * see the {@link CoordContext} given to the candidate's onGranted and carried by the granted event.
+     */
     public Context getContext() {
+        return context;
+    }
+
+    private CoordContext currentTerm() {
         lifecycle.lock();
         try {
-            CoordContext current = run == null ? null : run.current;
-            return current != null ? current : CoordContext.notLeading(candidate.getRole());
+            return run == null ? null : run.current;
         } finally {
             lifecycle.unlock();
         }
@@ -286,6 +310,33 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
     @Override
     public String toString() {
         return "CoordLeaderInitiator[" + path + ", " + candidate.getId() + "]";
+    }
+
+    /** {@link #getContext()}: whatever term runs when it is asked. */
+    private final class CurrentTermContext implements Context {
+        @Override
+        public boolean isLeader() {
+            CoordContext term = currentTerm();
+            return term != null && term.isLeader();
+        }
+
+        @Override
+        public void yield() {
+            CoordContext term = currentTerm();
+            if (term != null) {
+                term.yield(); // a term that ended meanwhile is left alone, and so is the one after it
+            }
+        }
+
+        @Override
+        public String getRole() {
+            return candidate.getRole();
+        }
+
+        @Override
+        public String toString() {
+            return "CoordLeaderInitiator.Context[" + candidate.getRole() + (isLeader() ? ", leader]" : "]");
+        }
     }
 
     /** One start-to-stop of the initiator: its selector, and the term it leads. */
@@ -410,12 +461,8 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
             this.role = role;
             this.term = term;
             this.selector = selector;
-            this.termThread = term == null ? null : Thread.currentThread();
-            this.leading = term != null;
-        }
-
-        static CoordContext notLeading(String role) {
-            return new CoordContext(role, null, null);
+            this.termThread = Thread.currentThread();
+            this.leading = true;
         }
 
         /** True while this term leads. */
@@ -446,15 +493,8 @@ public final class CoordLeaderInitiator implements SmartLifecycle, ApplicationEv
             return role;
         }
 
-        /**
-         * The term's fencing token: the leader epoch, larger for every later leader.
-         *
-         * @throws IllegalStateException for the context of a candidate that does not lead
-         */
+        /** The term's fencing token: the leader epoch, larger for every later leader. Still the term's once it ended. */
         public long fencingToken() {
-            if (term == null) {
-                throw new IllegalStateException("not the leader of " + role + ": there is no term to fence with");
-            }
             return term.fencingToken();
         }
 

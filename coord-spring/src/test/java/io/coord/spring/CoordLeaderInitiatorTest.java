@@ -148,7 +148,7 @@ class CoordLeaderInitiatorTest {
         assertThat(first.path()).isEqualTo("/leaders/billing");
         assertThat(events).containsExactly("a granted", "event granted billing");
         assertThat(second.getContext().isLeader()).isFalse();
-        long firstEpoch = ((CoordLeaderInitiator.CoordContext) first.getContext()).fencingToken();
+        long firstEpoch = ((CoordLeaderInitiator.CoordContext) a.granted.get(0)).fencingToken();
         awaitCandidates(2);
         assertThat(second.leader().map(Participant::id)).contains("a");
         assertThat(first.participants()).extracting(Participant::id).containsExactly("a", "b");
@@ -158,7 +158,7 @@ class CoordLeaderInitiatorTest {
         awaitGrants(second, 2);
         assertThat(events)
                 .containsSubsequence("a revoked", "event revoked billing", "b granted", "event granted billing");
-        assertThat(((CoordLeaderInitiator.CoordContext) second.getContext()).fencingToken())
+        assertThat(((CoordLeaderInitiator.CoordContext) b.granted.get(0)).fencingToken())
                 .isGreaterThan(firstEpoch);
         assertThat(a.granted.get(0).isLeader()).isFalse();
         assertThat(first.isRunning()).isTrue(); // it queued again, behind b
@@ -313,16 +313,43 @@ class CoordLeaderInitiatorTest {
     }
 
     @Test
+    void theInitiatorsContextIsOneLiveObjectForEveryTerm() throws Exception {
+        Recorder a = new Recorder("a");
+        CoordLeaderInitiator initiator = new CoordLeaderInitiator(zk.newClient(), a, "/leaders");
+        Context kept = initiator.getContext(); // as a health check or a guard built at startup keeps it
+        assertThat(kept.isLeader()).isFalse();
+        assertThat(kept.getRole()).isEqualTo("billing");
+        kept.yield(); // nothing runs: nothing to give up
+        initiator.start();
+        started.add(initiator);
+        awaitGrants(initiator, 0);
+        assertThat(kept.isLeader()).isTrue();
+
+        kept.yield(); // gives up the term that runs now, and the candidate queues again
+
+        await().until(() -> a.granted.size() == 2 && kept.isLeader());
+        assertThat(a.granted.get(0).isLeader()).isFalse(); // a term's own context speaks for that term alone
+        assertThat(a.granted.get(1).isLeader()).isTrue();
+        assertThat(initiator.getContext()).isSameAs(kept);
+        assertThat(events).containsSubsequence("a granted", "a revoked", "a granted");
+
+        initiator.stop();
+        assertThat(kept.isLeader()).isFalse();
+        initiator.start();
+        await().until(kept::isLeader);
+    }
+
+    @Test
     void aLateYieldOnAnEndedTermLeavesTheNextTermAlone() throws Exception {
-        CoordLeaderInitiator initiator = start(zk.newClient(), new Recorder("a"));
+        Recorder a = new Recorder("a");
+        CoordLeaderInitiator initiator = start(zk.newClient(), a);
         awaitGrants(initiator, 1);
-        Context first = initiator.getContext();
+        Context first = a.granted.get(0);
         long firstEpoch = ((CoordLeaderInitiator.CoordContext) first).fencingToken();
         first.yield();
         awaitGrants(initiator, 2);
-        assertThat(((CoordLeaderInitiator.CoordContext) initiator.getContext()).fencingToken())
-                .isGreaterThan(firstEpoch);
-        Context second = initiator.getContext();
+        Context second = a.granted.get(1);
+        assertThat(((CoordLeaderInitiator.CoordContext) second).fencingToken()).isGreaterThan(firstEpoch);
 
         first.yield();
 
@@ -359,9 +386,6 @@ class CoordLeaderInitiatorTest {
         assertThat(events).endsWith("a revoked", "event revoked billing");
         assertThat(initiator.isRunning()).isFalse();
         assertThat(initiator.getContext().isLeader()).isFalse();
-        assertThatThrownBy(() -> ((CoordLeaderInitiator.CoordContext) initiator.getContext()).fencingToken())
-                .isInstanceOf(IllegalStateException.class)
-                .hasMessage("not the leader of billing: there is no term to fence with");
         zk.assertNoLeaksUnder("/leaders/billing");
         assertThat(initiator.leader()).isEmpty();
         assertThat(initiator.participants()).isEmpty();
@@ -441,15 +465,24 @@ class CoordLeaderInitiatorTest {
                         + " contain no /");
         assertThatThrownBy(() -> new CoordLeaderInitiator(client, new DefaultCandidate("a", "r"), "leaders"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageStartingWith("invalid ZooKeeper path \"leaders\"");
+                .hasMessageStartingWith("invalid ZooKeeper path \"leaders/r\"");
         assertThatThrownBy(() -> new CoordLeaderInitiator(client, new DefaultCandidate("x".repeat(70_000), "r")))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("participantId must be at most");
         assertThatThrownBy(() -> new CoordLeaderInitiator(client, null))
                 .isInstanceOf(NullPointerException.class)
                 .hasMessage("candidate must not be null");
+        assertThatThrownBy(() -> new CoordLeaderInitiator(client, new DefaultCandidate("a", "r"), "//"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("invalid ZooKeeper path \"//r\"");
         assertThat(new CoordLeaderInitiator(client, new DefaultCandidate("a", "r")).path())
                 .isEqualTo("/spring-integration/leader/r");
+        // Roots as spring-integration-zookeeper takes them: ending in "/", as its own default does, or the top.
+        assertThat(new CoordLeaderInitiator(client, new DefaultCandidate("a", "r"), "/spring-integration/leader/")
+                        .path())
+                .isEqualTo("/spring-integration/leader/r");
+        assertThat(new CoordLeaderInitiator(client, new DefaultCandidate("a", "r"), "/").path())
+                .isEqualTo("/r");
         assertThat(client.checkExists().forPath("/spring-integration")).isNull();
     }
 }
