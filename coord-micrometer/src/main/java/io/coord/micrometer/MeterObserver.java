@@ -46,7 +46,6 @@ final class MeterObserver implements Observer {
             String path, String primitive, String participant, long waitNanos, AcquireOutcome outcome) {
         Tags tags = tags(path, primitive);
         pending.count(tags).decrementAndGet();
-        showPending(tags);
         MeterRegistry registry = this.registry;
         if (registry == null) {
             return;
@@ -62,6 +61,7 @@ final class MeterObserver implements Observer {
                 .tags(withOutcome)
                 .register(registry)
                 .increment();
+        showPending(tags); // last: a registry that refuses the gauge still gets the wait and the outcome
     }
 
     @Override

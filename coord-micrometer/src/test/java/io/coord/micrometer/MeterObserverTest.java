@@ -28,6 +28,32 @@ class MeterObserverTest {
     }
 
     @Test
+    void aRegistryThatRefusesTheGaugeStillGetsTheWaitAndTheOutcome() {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        registry.counter("coord.acquire.pending", "path", "/a", "primitive", "mutex"); // the gauge's name, taken
+        MeterObserver observer = new MeterObserver(registry, UnaryOperator.identity(), new PendingGauges());
+        assertThrows(IllegalArgumentException.class, () -> observer.acquisitionStarted("/a", "mutex"));
+
+        // The refusal still surfaces (Observations logs it), but only after the acquisition's own meters.
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> observer.acquisitionEnded("/a", "mutex", "p", 5, AcquireOutcome.GRANTED));
+
+        assertEquals(
+                1.0,
+                registry.get("coord.acquire.outcomes")
+                        .tag("outcome", "granted")
+                        .counter()
+                        .count());
+        assertEquals(
+                1,
+                registry.get("coord.acquire.wait")
+                        .tag("outcome", "granted")
+                        .timer()
+                        .count());
+    }
+
+    @Test
     void anAcquisitionWhoseGaugeTheRegistryRefusedIsCountedOutAsItWasCountedIn() {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         // A meter of another type under the gauge's name and tags: the registry refuses the gauge.

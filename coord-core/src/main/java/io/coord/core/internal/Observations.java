@@ -80,7 +80,8 @@ public final class Observations {
                 Field instance = Class.forName("io.coord.core.jfr.JfrObserver").getDeclaredField("INSTANCE");
                 instance.setAccessible(true);
                 return (Observer) instance.get(null);
-            } catch (ReflectiveOperationException | RuntimeException e) {
+            } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+                // A LinkageError: a shaded jar that kept the observer but dropped an event class, say.
                 log.warn("coord records no Flight Recorder events: its observer did not load", e);
                 return new Observer() {};
             }
@@ -116,8 +117,10 @@ public final class Observations {
         AcquireOutcome outcome = outcome(lease, error, gaveUp);
         long waited = System.nanoTime() - startedAt;
         if (recorder()) {
-            Recorder.OBSERVER.acquisitionEnded(
-                    engine.path(), engine.primitive(), engine.participantId(), waited, outcome);
+            record(
+                    engine.path(),
+                    () -> Recorder.OBSERVER.acquisitionEnded(
+                            engine.path(), engine.primitive(), engine.participantId(), waited, outcome));
         }
         for (Observer o : told) {
             try {
@@ -149,8 +152,10 @@ public final class Observations {
         String path = engine.path();
         if (to != LeaseState.RELEASED) {
             if (recorder()) {
-                Recorder.OBSERVER.leaseStateChanged(
-                        path, engine.primitive(), engine.participantId(), lease.fencingToken(), from, to);
+                record(
+                        path,
+                        () -> Recorder.OBSERVER.leaseStateChanged(
+                                path, engine.primitive(), engine.participantId(), lease.fencingToken(), from, to));
             }
             for (Observer o : observers) {
                 try {
@@ -165,8 +170,10 @@ public final class Observations {
             HoldEnd end = to == LeaseState.RELEASED ? HoldEnd.RELEASED : lossCause(lease);
             long held = System.nanoTime() - lease.grantedAt();
             if (recorder()) {
-                Recorder.OBSERVER.holdEnded(
-                        path, engine.primitive(), engine.participantId(), lease.fencingToken(), held, end);
+                record(
+                        path,
+                        () -> Recorder.OBSERVER.holdEnded(
+                                path, engine.primitive(), engine.participantId(), lease.fencingToken(), held, end));
             }
             for (Observer o : observers) {
                 try {
@@ -195,7 +202,10 @@ public final class Observations {
     /** The latch or selector over {@code engine} gained or lost leadership. */
     public static void leadershipChanged(LeaseEngine engine, boolean gained) {
         if (recorder()) {
-            Recorder.OBSERVER.leadershipChanged(engine.path(), engine.primitive(), engine.participantId(), gained);
+            record(
+                    engine.path(),
+                    () -> Recorder.OBSERVER.leadershipChanged(
+                            engine.path(), engine.primitive(), engine.participantId(), gained));
         }
         for (Observer o : observers) {
             try {
@@ -212,7 +222,7 @@ public final class Observations {
     public static void queueOperation(String path, QueueOperation operation, int requested, int items, long startedAt) {
         long took = System.nanoTime() - startedAt;
         if (recorder()) {
-            Recorder.OBSERVER.queueOperation(path, operation, requested, items, took);
+            record(path, () -> Recorder.OBSERVER.queueOperation(path, operation, requested, items, took));
         }
         for (Observer o : observers) {
             try {
@@ -223,7 +233,16 @@ public final class Observations {
         }
     }
 
-    private static void failed(Observer observer, String path, Throwable e) {
+    /** Hands a report to Flight Recorder, guarded as every observer's report is. */
+    private static void record(String path, Runnable report) {
+        try {
+            report.run();
+        } catch (RuntimeException | Error e) {
+            failed("Flight Recorder", path, e);
+        }
+    }
+
+    private static void failed(Object observer, String path, Throwable e) {
         log.warn("observer {} failed on a report for {}", observer, path, e);
     }
 }
