@@ -11,7 +11,9 @@ import org.junit.jupiter.api.extension.ExtensionConfigurationException;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.ParameterContext;
 import org.junit.jupiter.api.extension.ParameterResolver;
+import org.junit.jupiter.api.extension.TestInstanceFactoryContext;
 import org.junit.jupiter.api.extension.TestInstancePostProcessor;
+import org.junit.jupiter.api.extension.TestInstancePreConstructCallback;
 import org.junit.platform.commons.support.AnnotationSupport;
 
 /**
@@ -20,7 +22,11 @@ import org.junit.platform.commons.support.AnnotationSupport;
  * themselves: then they have their own, as their annotation says.
  */
 public final class ZooKeeperExtension
-        implements BeforeAllCallback, TestInstancePostProcessor, ParameterResolver, AfterEachCallback {
+        implements BeforeAllCallback,
+                TestInstancePreConstructCallback,
+                TestInstancePostProcessor,
+                ParameterResolver,
+                AfterEachCallback {
     private static final ExtensionContext.Namespace NAMESPACE =
             ExtensionContext.Namespace.create(ZooKeeperExtension.class);
     private static final String ENSEMBLE = "ensemble";
@@ -51,6 +57,17 @@ public final class ZooKeeperExtension
     public void beforeAll(ExtensionContext context) throws Exception {
         ZooKeeperEnsemble ensemble = ensemble(context);
         injectFields(context.getRequiredTestClass(), null, ensemble);
+    }
+
+    /**
+     * Static fields are set before the instance is built, too: under {@code @TestInstance(PER_CLASS)} JUnit builds it
+     * before any beforeAll, and its field initializers, or an extension that post-processes it (Spring's), may read
+     * them.
+     */
+    @Override
+    public void preConstructTestInstance(TestInstanceFactoryContext factoryContext, ExtensionContext context)
+            throws Exception {
+        injectFields(factoryContext.getTestClass(), null, ensemble(context));
     }
 
     @Override

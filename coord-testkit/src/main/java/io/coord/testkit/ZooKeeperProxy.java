@@ -132,7 +132,10 @@ public final class ZooKeeperProxy implements AutoCloseable {
 
     /**
      * Cuts the client off for {@code period}: open connections are closed, and new ones are turned away until the
-     * period ends. Its session survives if the period is shorter than the session timeout, and expires otherwise.
+     * period ends. Its session expires if the period is longer than the session timeout. It survives a period short
+     * enough for the client to reconnect before the timeout ends; the server counts that from the last packet it
+     * heard, up to a third of the timeout before the cut, and a client of one server tries again every 1 to 2 s. So
+     * keep the period under about two thirds of the timeout less 2 s for a session that must survive.
      */
     public void cutOff(Duration period) {
         refusingUntilNanos = System.nanoTime() + bounded("period", period).toNanos();

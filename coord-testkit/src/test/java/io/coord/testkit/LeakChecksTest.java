@@ -28,6 +28,17 @@ class LeakChecksTest {
         client.close();
         zk.assertNoZnodesUnder("/app");
         zk.assertNoZnodesUnder("/never-created");
+        zk.newClient().delete().forPath("/app"); // for the root's check
+    }
+
+    @Test
+    void theRootsCheckPassesOnAnEnsembleLeftCleanThoughTheServersKeepTheirOwnNode(ZooKeeperEnsemble zk)
+            throws Exception {
+        CuratorFramework client = zk.newClient();
+        client.create().forPath("/top");
+        client.delete().forPath("/top");
+        zk.assertNoZnodesUnder("/"); // the servers' own /zookeeper is not the test's
+        zk.assertNoLeaksUnder("/");
     }
 
     @Test
