@@ -6,8 +6,11 @@ import io.coord.core.internal.ClientContext.SessionEvent;
 import io.coord.core.internal.PathRecord;
 import io.coord.core.internal.ResultCodes;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.curator.framework.CuratorFramework;
@@ -89,13 +92,10 @@ final class LimitRecord implements PathRecord {
      * check goes on in the background, and the next caller joins it.
      */
     private CompletableFuture<Boolean> answer(Check c, boolean oneLook) {
-        if (!oneLook) {
-            return c.done.thenApply(czxid -> true);
-        }
-        if (ClientContext.of(client).isConnected()) {
+        if (oneLook && ClientContext.of(client).isConnected()) {
             c.resumed(); // connected again, though the news of it may not have reached the check yet
         }
-        return c.firstAnswer();
+        return c.answer(oneLook);
     }
 
     /**
@@ -105,7 +105,7 @@ final class LimitRecord implements PathRecord {
     @Override
     public CompletableFuture<Void> makePath() {
         return join(true)
-                .firstAnswer()
+                .answer(true)
                 .thenCompose(verified -> verified
                         ? CompletableFuture.completedFuture(null)
                         : CompletableFuture.failedFuture(KeeperException.create(Code.CONNECTIONLOSS, path)));
@@ -137,27 +137,88 @@ final class LimitRecord implements PathRecord {
         }
     }
 
-    /** One check of the record: it goes on through lost connections until it answers, and tells of each one. */
+    /**
+     * One check of the record: it goes on through lost connections until it answers, and tells of each one. Its callers
+     * hear in the order they came, so that their attempts enter the queue in that order, first come first served: the
+     * dependents of one future would run newest first.
+     */
     private static final class Check {
         static final Check NONE = new Check();
 
         // The czxid of the path found to record our limit.
         final CompletableFuture<Long> done = new CompletableFuture<>();
-        // Completed with false when the check meets a lost connection; replaced when it goes on, once connected.
-        private volatile CompletableFuture<Boolean> lost = new CompletableFuture<>();
+        private final ReentrantLock lock = new ReentrantLock();
+        // Guarded by lock: callers not answered yet, oldest first.
+        private final List<Waiter> waiters = new ArrayList<>();
+        // Guarded by lock: the check met a lost connection and has not gone on since.
+        private boolean lost;
 
-        /** True when the record matches, false if the connection is lost first. */
-        CompletableFuture<Boolean> firstAnswer() {
-            return done.thenApply(ok -> true).applyToEither(lost, verified -> verified);
+        private record Waiter(CompletableFuture<Boolean> answer, boolean oneLook) {}
+
+        Check() {
+            done.whenComplete((czxid, error) -> answerAll(error));
+        }
+
+        /** True when the record matches; with {@code oneLook}, false if the connection is lost first. */
+        CompletableFuture<Boolean> answer(boolean oneLook) {
+            CompletableFuture<Boolean> answer = new CompletableFuture<>();
+            lock.lock();
+            try {
+                if (!done.isDone() && !(oneLook && lost)) {
+                    waiters.add(new Waiter(answer, oneLook));
+                    return answer;
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (done.isDone()) {
+                settle(answer, done.handle((czxid, error) -> error).join());
+            } else {
+                answer.complete(false);
+            }
+            return answer;
         }
 
         void connectionLost() {
-            lost.complete(false);
+            List<Waiter> told = new ArrayList<>();
+            lock.lock();
+            try {
+                lost = true;
+                waiters.removeIf(w -> w.oneLook() && told.add(w));
+            } finally {
+                lock.unlock();
+            }
+            told.forEach(w -> w.answer().complete(false));
         }
 
         void resumed() {
-            if (lost.isDone()) {
-                lost = new CompletableFuture<>();
+            lock.lock();
+            try {
+                lost = false;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        private void answerAll(Throwable error) {
+            List<Waiter> told;
+            lock.lock();
+            try {
+                told = List.copyOf(waiters);
+                waiters.clear();
+            } finally {
+                lock.unlock();
+            }
+            told.forEach(w -> settle(w.answer(), error));
+        }
+
+        /** As a dependent of {@code done} would be completed: the failure wrapped as a completion's. */
+        private static void settle(CompletableFuture<Boolean> answer, Throwable error) {
+            if (error == null) {
+                answer.complete(true);
+            } else {
+                answer.completeExceptionally(
+                        error instanceof CompletionException ? error : new CompletionException(error));
             }
         }
     }

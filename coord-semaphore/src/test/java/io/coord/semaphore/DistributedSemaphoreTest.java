@@ -82,6 +82,29 @@ class DistributedSemaphoreTest {
     }
 
     @Test
+    void callsThatWaitForANewInstancesRecordCheckQueueInTheOrderTheyCame() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("first-use-order");
+        Lease all = new DistributedSemaphore(zk.newClient(), path, 3).acquire(3);
+        // A new instance checks the limit record before its first acquisition; the calls made meanwhile wait for that
+        // check together, and must still queue first come, first served.
+        DistributedSemaphore semaphore = new DistributedSemaphore(zk.newClient(), path, 3);
+        CompletableFuture<Lease> three = semaphore.acquireAsync(3);
+        CompletableFuture<Lease> one = semaphore.acquireAsync(1);
+        CompletableFuture<Lease> two = semaphore.acquireAsync(2);
+        await().until(() -> semaphore.participants().size() == 3 + 6);
+
+        all.close();
+
+        // The first call takes all three permits, so neither later one can be granted while it holds them.
+        Lease first = three.get(10, TimeUnit.SECONDS);
+        assertFalse(one.isDone() || two.isDone(), "a later call was served first");
+        first.close();
+        one.get(10, TimeUnit.SECONDS).close();
+        two.get(10, TimeUnit.SECONDS).close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void outOfOrderReleaseGrantsTheWaiterWithoutWaitingForTheFirstHolder() throws Exception {
         String path = ZooKeeperFixture.uniquePath("out-of-order");
         DistributedSemaphore semaphore = new DistributedSemaphore(zk.newClient(), path, 3);
