@@ -16,7 +16,6 @@ import io.coord.testkit.Background;
 import io.coord.testkit.CapturedLog;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -248,30 +247,21 @@ class QueueDataAndWaitFaultTest {
      * Reads every item, failing on one that starts with "poison", throwing an Error on "fatal", and interrupting the
      * reader on "interrupt".
      */
-    private static final QueueSerializer<String> PICKY = new QueueSerializer<>() {
-        @Override
-        public byte[] serialize(String item) {
-            return item.getBytes(StandardCharsets.UTF_8);
+    private static final QueueSerializer<String> PICKY = TestQueues.utf8Reading(item -> {
+        if (item.startsWith("poison")) {
+            throw new IllegalStateException("cannot read poison");
         }
-
-        @Override
-        public String deserialize(byte[] bytes) {
-            String item = new String(bytes, StandardCharsets.UTF_8);
-            if (item.startsWith("poison")) {
-                throw new IllegalStateException("cannot read poison");
-            }
-            if (item.startsWith("fatal")) {
-                throw new UnreadableItem("cannot read fatal");
-            }
-            if (item.startsWith("missing")) {
-                return null; // a serializer that answers null for what it cannot read
-            }
-            if (item.startsWith("interrupt")) {
-                Thread.currentThread().interrupt(); // as if the caller were interrupted while this round is sent
-            }
-            return item;
+        if (item.startsWith("fatal")) {
+            throw new UnreadableItem("cannot read fatal");
         }
-    };
+        if (item.startsWith("missing")) {
+            return null; // a serializer that answers null for what it cannot read
+        }
+        if (item.startsWith("interrupt")) {
+            Thread.currentThread().interrupt(); // as if the caller were interrupted while this round is sent
+        }
+        return item;
+    });
 
     /** What a serializer might throw beyond exceptions. */
     private static final class UnreadableItem extends Error {
@@ -401,26 +391,18 @@ class QueueDataAndWaitFaultTest {
         CountDownLatch reading = new CountDownLatch(1);
         CountDownLatch fail = new CountDownLatch(1);
         AtomicBoolean failedOnce = new AtomicBoolean();
-        QueueSerializer<String> failsOnce = new QueueSerializer<>() {
-            @Override
-            public byte[] serialize(String item) {
-                return item.getBytes(StandardCharsets.UTF_8);
-            }
-
-            @Override
-            public String deserialize(byte[] bytes) {
-                if (failedOnce.compareAndSet(false, true)) {
-                    reading.countDown();
-                    try {
-                        fail.await();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                    throw new IllegalStateException("not now");
+        QueueSerializer<String> failsOnce = TestQueues.utf8Reading(item -> {
+            if (failedOnce.compareAndSet(false, true)) {
+                reading.countDown();
+                try {
+                    fail.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
                 }
-                return new String(bytes, StandardCharsets.UTF_8);
+                throw new IllegalStateException("not now");
             }
-        };
+            return item;
+        });
         DistributedQueue<String> consumer =
                 DistributedQueue.builder(zk.newClient(), path, failsOnce).build();
         queue(zk.newClient(), path).offer("x");

@@ -15,7 +15,6 @@ import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -196,21 +195,12 @@ class QueueFaultTest {
         // The second round's removal lands and its reply is lost: the serializer turns replies off as it reads that
         // round's first item, before the removal is sent.
         AtomicBoolean armed = new AtomicBoolean(true);
-        QueueSerializer<String> losing = new QueueSerializer<>() {
-            @Override
-            public byte[] serialize(String item) {
-                return item.getBytes(StandardCharsets.UTF_8);
+        QueueSerializer<String> losing = TestQueues.utf8Reading(item -> {
+            if (item.equals("item-100") && armed.compareAndSet(true, false)) {
+                proxy.loseReplies(true);
             }
-
-            @Override
-            public String deserialize(byte[] bytes) {
-                String item = new String(bytes, StandardCharsets.UTF_8);
-                if (item.equals("item-100") && armed.compareAndSet(true, false)) {
-                    proxy.loseReplies(true);
-                }
-                return item;
-            }
-        };
+            return item;
+        });
         DistributedQueue<String> consumer =
                 DistributedQueue.builder(client, path, losing).build();
         CompletableFuture<List<String>> drained = Background.call(() -> {
