@@ -62,7 +62,12 @@ public interface DistributedLock {
     /**
      * Queues for the lock without blocking a thread. Not reentrant and not bound to a thread. Cancelling the future,
      * or completing it from outside, withdraws the request and deletes its znode; a lease granted after that is
-     * released at once.
+     * released at once. Only the returned future does that: cancelling a stage chained on it leaves the request queued.
+     * A {@code get()} or {@code join()} of the future on ZooKeeper's event thread, which delivers the grant, gives
+     * the request up and throws {@link IllegalStateException} unless the future is complete already.
+     *
+     * @throws IllegalStateException if the client was never started
+     * @throws CoordinationException if the client is closed; nothing is sent
      */
     CompletableFuture<Lease> acquireAsync();
 

@@ -12,8 +12,12 @@ import io.coord.core.Participant;
 import io.coord.testkit.Background;
 import io.coord.testkit.ZooKeeperFixture;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.retry.RetryNTimes;
@@ -117,6 +121,53 @@ class MutexArgumentsTest {
                 })));
         async.get(10, TimeUnit.SECONDS).close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aWaitOnAnAsyncAcquisitionOnZooKeepersEventThreadGivesItUpAndSaysWhy() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("event-thread-join");
+        CuratorFramework client = zk.newClient();
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        String refusal = "waiting on the future of acquiring " + path + " waits for ZooKeeper's answers, which"
+                + " ZooKeeper's event thread delivers: call it from another thread than a watcher or a background"
+                + " callback";
+        // The grant of a free lock would come on that very thread: the wait would never end, and the lock be held by
+        // nobody who knows it. Each wait gives the acquisition up instead.
+        List<CompletableFuture<Lease>> given = new ArrayList<>();
+        List<Callable<Lease>> waits = List.of(
+                () -> futureOf(mutex, given).join(),
+                () -> futureOf(mutex, given).get(),
+                () -> futureOf(mutex, given).get(1, TimeUnit.SECONDS));
+        for (Callable<Lease> wait : waits) {
+            Throwable refused = Background.thrownOnEventThread(client, wait);
+            assertInstanceOf(IllegalStateException.class, refused);
+            assertEquals(refusal, refused.getMessage());
+        }
+        assertEquals(3, given.size());
+        given.forEach(future -> assertTrue(future.isCancelled()));
+        // A zero timeout only looks, and is not refused.
+        Throwable looked = Background.thrownOnEventThread(client, () -> {
+            CompletableFuture<Lease> future = futureOf(mutex, given);
+            try {
+                return future.get(0, TimeUnit.SECONDS);
+            } finally {
+                future.cancel(false);
+            }
+        });
+        assertInstanceOf(TimeoutException.class, looked);
+        // A future already complete answers there as anywhere.
+        CompletableFuture<Lease> granted = mutex.acquireAsync();
+        Lease lease = granted.get(10, TimeUnit.SECONDS);
+        assertNull(Background.thrownOnEventThread(client, () -> granted.join().fencingToken()));
+        lease.close();
+        await().until(() -> !mutex.isAcquiredInThisProcess());
+        zk.assertNoLeaks(path);
+    }
+
+    private static CompletableFuture<Lease> futureOf(ReentrantMutex mutex, List<CompletableFuture<Lease>> given) {
+        CompletableFuture<Lease> future = mutex.acquireAsync();
+        given.add(future);
+        return future;
     }
 
     @Test

@@ -206,6 +206,26 @@ class ReentrantMutexTest {
     }
 
     @Test
+    void aThreadThatHoldsTheLockStillAnswersAnInterruptFirst() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("held-interrupted");
+        ReentrantMutex mutex = new ReentrantMutex(zk.newClient(), path);
+        mutex.acquire();
+        // As ReentrantLock's lockInterruptibly() and tryLock(time, unit): the interrupt comes first, held or not.
+        Thread.currentThread().interrupt();
+        InterruptedException blocking = assertThrows(InterruptedException.class, mutex::acquire);
+        assertEquals("interrupted before acquiring " + path, blocking.getMessage());
+        assertFalse(Thread.currentThread().isInterrupted(), "the flag is cleared, as an InterruptedException does");
+        Thread.currentThread().interrupt();
+        assertThrows(InterruptedException.class, () -> mutex.acquire(Duration.ofSeconds(1)));
+        assertFalse(Thread.currentThread().isInterrupted());
+        assertEquals(1, mutex.holdCount(), "neither call counted a hold");
+        assertTrue(mutex.acquire(Duration.ZERO), "and with the flag clear, the hold is taken again");
+        mutex.release();
+        mutex.release();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
     void cancellingAnAsyncAcquisitionWithdrawsItsZnode() throws Exception {
         String path = ZooKeeperFixture.uniquePath("cancel");
         ReentrantMutex holder = new ReentrantMutex(zk.newClient(), path);

@@ -75,7 +75,13 @@ public final class DistributedSemaphore {
         return acquire(1);
     }
 
-    /** Blocks until all {@code permits} are held together. */
+    /**
+     * Blocks until all {@code permits} are held together.
+     *
+     * @throws IllegalArgumentException if {@code permits} is not between 1 and {@code maxLeases}, or more than one
+     *     request can create (see the class description); unlike {@link java.util.concurrent.Semaphore}, 0 permits
+     *     are refused, since a lease of none would hold nothing
+     */
     public Lease acquire(int permits) throws InterruptedException {
         return acquire(permits, Deadline.forever());
     }
@@ -84,7 +90,7 @@ public final class DistributedSemaphore {
      * Waits up to {@code timeout} for all {@code permits}, the first use's check of the recorded limit included;
      * {@link Duration#ZERO} looks once, and answers empty at once while the client is disconnected, or as soon as the
      * look loses its connection. A timeout that runs out before that one look (one shorter than a round trip) still
-     * gets it.
+     * gets it. {@code permits} as for {@link #acquire(int)}.
      */
     public Optional<Lease> tryAcquire(int permits, Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
@@ -93,7 +99,8 @@ public final class DistributedSemaphore {
 
     /**
      * Queues for {@code permits} without blocking a thread. Cancelling the future withdraws the request and deletes
-     * its nodes; permits granted after that are returned at once.
+     * its nodes; permits granted after that are returned at once. {@code permits} as for {@link #acquire(int)}; the
+     * future behaves as {@link io.coord.core.DistributedLock#acquireAsync()}'s does.
      */
     public CompletableFuture<Lease> acquireAsync(int permits) {
         checkPermits(permits);

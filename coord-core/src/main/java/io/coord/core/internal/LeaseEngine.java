@@ -15,6 +15,7 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
@@ -244,6 +245,40 @@ public final class LeaseEngine {
             });
         }
 
+        // A wait for the grant on the thread that must deliver it would never end, and leave a grant nobody takes.
+
+        @Override
+        public Lease get() throws InterruptedException, ExecutionException {
+            refuseWaitHere();
+            return super.get();
+        }
+
+        @Override
+        public Lease get(long timeout, TimeUnit unit)
+                throws InterruptedException, ExecutionException, TimeoutException {
+            if (timeout > 0) {
+                refuseWaitHere(); // a zero timeout only looks
+            }
+            return super.get(timeout, unit);
+        }
+
+        @Override
+        public Lease join() {
+            refuseWaitHere();
+            return super.join();
+        }
+
+        /**
+         * On ZooKeeper's event thread or Curator's background thread, a wait for a future not yet complete gives the
+         * acquisition up and throws, as the synchronous calls refuse to start there: nothing is left queued or held.
+         * A future that completed meanwhile answers as usual.
+         */
+        private void refuseWaitHere() {
+            if (!isDone() && BackgroundRequests.onCallbackThread() && cancel(false)) {
+                BackgroundRequests.refuseOnEventThread("waiting on the future of acquiring", attempt.path());
+            }
+        }
+
         // Once another completion has claimed the future, each of these waits for that one to complete it (the
         // engine with its lease, or the first caller to give up, after its withdrawal), and answers as the JDK's would.
 
@@ -325,9 +360,7 @@ public final class LeaseEngine {
     /** Like {@link #acquire(Duration)}, for {@code nodes} znodes granted together by {@code grant}. */
     public Lease acquire(Deadline deadline, int nodes, LeasePredicate grant) throws InterruptedException {
         BackgroundRequests.refuseOnEventThread("acquiring", path);
-        if (Thread.interrupted()) {
-            throw new InterruptedException("interrupted before acquiring " + path);
-        }
+        checkNotInterrupted();
         boolean tryOnce = !deadline.allowsWaiting();
         Attempt attempt = start(new Attempt.Request(nodes, grant, tryOnce));
         try {
@@ -356,6 +389,13 @@ public final class LeaseEngine {
                 throw e;
             }
             return attempt.result.get();
+        }
+    }
+
+    /** Throws, clearing the flag, if the thread was interrupted before an acquisition that an interrupt ends. */
+    void checkNotInterrupted() throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException("interrupted before acquiring " + path);
         }
     }
 

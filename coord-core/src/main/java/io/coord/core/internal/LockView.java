@@ -22,8 +22,7 @@ final class LockView implements Lock {
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
-        checkInterrupt(); // as Lock says, even when the thread holds the lock already
-        lock.acquire();
+        lock.acquire(); // which, as Lock says, throws if interrupted even when the thread holds the lock already
     }
 
     /**

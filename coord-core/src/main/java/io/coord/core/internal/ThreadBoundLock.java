@@ -69,6 +69,7 @@ public final class ThreadBoundLock implements DistributedLock {
 
     @Override
     public void acquire() throws InterruptedException {
+        engine.checkNotInterrupted(); // as ReentrantLock.lockInterruptibly(), even when the thread holds the lock
         if (!reenter()) {
             hold(engine.acquire(null));
         }
@@ -95,6 +96,7 @@ public final class ThreadBoundLock implements DistributedLock {
     @Override
     public boolean acquire(Duration timeout) throws InterruptedException {
         Arguments.timeout(timeout);
+        engine.checkNotInterrupted(); // as ReentrantLock.tryLock(time, unit), even when the thread holds the lock
         if (reenter()) {
             return true;
         }
