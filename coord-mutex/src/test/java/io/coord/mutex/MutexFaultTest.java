@@ -44,6 +44,7 @@ import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -503,6 +504,54 @@ abstract class MutexFaultTest {
         client.close();
         proxy.close();
         zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void acquisitionsThatGiveUpWhileDisconnectedNeverSendTheirCreates() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("gave-up-cut-off");
+        CuratorFramework holderClient = zk.newClient();
+        ReentrantMutex holder = new ReentrantMutex(holderClient, path);
+        holder.acquire(); // keeps the path, and the look below waiting
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // A session that outlives the outage, and retries that outlast it: Curator would keep every request sent
+        // meanwhile, and send it once connected.
+        CuratorFramework client = zk.newOutageProofClient(proxy);
+        ReentrantMutex looker = new ReentrantMutex(client, path);
+        CountDownLatch suspended = ZooKeeperFixture.latchOn(client, ConnectionState.SUSPENDED); // heard after coord
+        long createdBefore = creates(holderClient, path);
+
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        assertTrue(suspended.await(20, TimeUnit.SECONDS));
+        for (int i = 0; i < 10; i++) {
+            assertFalse(looker.acquire(Duration.ofMillis(1)));
+        }
+        looker.acquireAsync()
+                .orTimeout(1, TimeUnit.MILLISECONDS)
+                .exceptionally(e -> null)
+                .join();
+        assertTrue(looker.acquireAsync().cancel(false));
+        // Sent after the calls gave up: Curator sends what it kept in the order it was asked, each after its pause.
+        CompletableFuture<Void> sentAfter = new CompletableFuture<>();
+        client.checkExists()
+                .inBackground((c, event) -> sentAfter.complete(null))
+                .forPath(path);
+        proxy.refuseConnections(false);
+        sentAfter.get(30, TimeUnit.SECONDS);
+
+        assertEquals(createdBefore, creates(holderClient, path), "a create was sent for a call that had given up");
+        holder.release();
+        assertTrue(looker.acquire(Duration.ofSeconds(20)));
+        looker.release();
+        client.close();
+        proxy.close();
+        zk.assertNoLeaks(path);
+    }
+
+    /** How many children were ever created under {@code path}: ZooKeeper's cversion counts each create and delete. */
+    private static long creates(CuratorFramework client, String path) throws Exception {
+        Stat stat = client.checkExists().forPath(path);
+        return (stat.getCversion() + stat.getNumChildren()) / 2;
     }
 
     @Test

@@ -35,7 +35,9 @@ final class Attempt {
         /** Granted: the result is set. */
         DONE,
         /** Refused (a one-look attempt), failed or given up by the caller: whatever it created is being deleted. */
-        WITHDRAWN
+        WITHDRAWN,
+        /** To enter once the client's handle is connected; nothing of this generation was sent. */
+        UNSENT
     }
 
     /** What to ask for: how many nodes to hold together, what grants them, and whether to look only once. */
@@ -181,7 +183,7 @@ final class Attempt {
             }
             looking.set(true);
             lastLook = true;
-            if (!context.isConnected()) {
+            if (!context.isConnected() || phase == Phase.UNSENT) {
                 finish(null, todo); // one look cannot be had without a connection
             } else if (!creating && !checking && own.exist()) {
                 waiting.evaluate(todo, false); // a view not ready yet: one look now, as a one-look attempt has
@@ -261,13 +263,23 @@ final class Attempt {
 
     // ---- entering ----
 
-    /** Queues anew: deletes what the last generation made and creates with a fresh id. */
+    /**
+     * Queues anew: deletes what the last generation made and creates with a fresh id, once the client's handle is
+     * connected. Curator would keep a create made while it is not, and send it once it is, even if the caller had given
+     * up by then (as a timed call does at its deadline): the node would queue ahead of others' until deleted again.
+     * So an attempt waits for the connection to enter with ({@link #connected}), and one that gives up before then has
+     * sent nothing.
+     */
     void enter(List<Runnable> todo) {
         deleteOurs(todo);
         if (waiting != null) {
             waiting.stop();
         }
         int gen = ++generation;
+        if (!context.handleConnected()) {
+            waitForConnection(todo);
+            return;
+        }
         String prefix = own.newGeneration();
         phase = Phase.ENTERING;
         creating = true;
@@ -276,6 +288,29 @@ final class Attempt {
         waiting = chooseWaiting(todo);
         todo.add(() -> create(gen, prefix));
         waiting.entering(gen, todo);
+    }
+
+    /** Under the lock: enters once connected, or ends now if it cannot wait for the connection. */
+    private void waitForConnection(List<Runnable> todo) {
+        if (looksOnce()) {
+            finish(null, todo); // one look cannot be had without a connection
+        } else if (context.isClosed()) {
+            failAs(ClientContext.closedError(engine.path()), todo);
+        } else {
+            own.forget(); // the last generation's nodes are being deleted
+            creating = false; // an older generation's create still in flight finds itself stale
+            waiting = null; // a stopped strategy's callbacks find themselves replaced
+            phase = Phase.UNSENT;
+        }
+    }
+
+    /** The client's handle is connected: an attempt that waited for a connection enters now. */
+    void connected() {
+        act(todo -> {
+            if (phase == Phase.UNSENT) {
+                enter(todo);
+            }
+        });
     }
 
     private Waiting chooseWaiting(List<Runnable> todo) {
@@ -335,7 +370,7 @@ final class Attempt {
                 // else it may have landed unseen: the id stays, and the sweep below deletes what it finds by it.
                 // A replayed copy of this create may have landed unseen, even after a sweep at withdrawal. Sweep the
                 // old generations' ids only, unless withdrawn: the current one may name a granted lease.
-                sweepLater(todo, phase != Phase.WITHDRAWN, stale);
+                sweepLater(todo, phase != Phase.WITHDRAWN && phase != Phase.UNSENT, stale);
                 return;
             }
             if (rc == KeeperException.Code.NONODE && made == null && engine.record() != null) {

@@ -806,6 +806,20 @@ public final class ClientContext {
         }
         leases.confirmAll(toConfirm, epoch);
         ready.forEach(internal::execute);
+        if (state == ConnectionState.CONNECTED || state == ConnectionState.RECONNECTED) {
+            handleConnectedNow();
+        }
+    }
+
+    /**
+     * The handle has a connection: attempts that wait for one to enter the queue with enter now, on coord's retry
+     * thread. Told by ZooKeeper's event thread as soon as the handle connects, and again by Curator's listener thread,
+     * which a listener of the application may hold up (and which alone tells a client with no CuratorListenable).
+     */
+    private void handleConnectedNow() {
+        if (!attempts.isEmpty()) {
+            internal.execute(() -> List.copyOf(attempts).forEach(Attempt::connected));
+        }
     }
 
     /** Under stateLock: what {@code state} means for the session, tracking the session we are on. */
@@ -837,6 +851,9 @@ public final class ClientContext {
                 && event.getWatchedEvent().getState() != Watcher.Event.KeeperState.SaslAuthenticated) {
             connectionEvents.incrementAndGet();
             leases.hear(event.getWatchedEvent().getState());
+            if (event.getWatchedEvent().getState() == Watcher.Event.KeeperState.SyncConnected) {
+                handleConnectedNow(); // Curator counts the handle connected before it tells its listeners
+            }
         }
         if (event.getType() == CuratorEventType.CLOSING) {
             closed();

@@ -23,11 +23,16 @@ final class OwnNodes {
      * parent is recreated and sequences start over, no new name of ours can equal one already pruned.
      */
     String newGeneration() {
-        names = List.of();
-        last = null;
+        forget();
         String prefix = prefixOf(UUID.randomUUID().toString());
         prefixes.add(prefix);
         return prefix;
+    }
+
+    /** Forgets the last generation's nodes (the caller deletes them first) before the next generation begins. */
+    void forget() {
+        names = List.of();
+        last = null;
     }
 
     void created(NodeCreator.Created made) {
