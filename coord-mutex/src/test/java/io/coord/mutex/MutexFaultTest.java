@@ -17,6 +17,8 @@ import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -713,6 +715,42 @@ abstract class MutexFaultTest {
                 asyncError.getCause().getMessage());
         zk.restartServer();
         zk.assertNoLeaks("/tenant" + path);
+    }
+
+    @Test
+    void closingAClientThatCannotTellOfItsCloseFailsAnAcquisitionWaitingForTheConnection() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("closed-unlistenable-offline");
+        CuratorFramework client =
+                zk.newCustomClient(b -> b.retryPolicy(new RetryNTimes(0, 0)).connectionTimeoutMs(300));
+        // A client of another make, with no CuratorListenable, here under a namespace of its own so that coord does
+        // not take it for the client it wraps: nothing tells coord of its close.
+        CuratorFramework unlistenable = (CuratorFramework) Proxy.newProxyInstance(
+                CuratorFramework.class.getClassLoader(), new Class<?>[] {CuratorFramework.class}, (p, method, args) -> {
+                    if (method.getName().equals("getCuratorListenable")) {
+                        throw new UnsupportedOperationException("no CuratorListenable here");
+                    }
+                    if (method.getName().equals("getNamespace")) {
+                        return "unlistenable";
+                    }
+                    try {
+                        return method.invoke(client, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        ReentrantMutex waiter = new ReentrantMutex(unlistenable, path);
+        zk.stopServer();
+        await().until(() -> !client.getZookeeperClient().isConnected());
+        CompletableFuture<Lease> pending = waiter.acquireAsync(); // it waits for the connection to send its create
+
+        client.close();
+
+        ExecutionException asyncError = assertThrows(ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
+        assertEquals(
+                "the client was closed while waiting for " + path,
+                asyncError.getCause().getMessage());
+        zk.restartServer();
+        zk.assertNoLeaks("/unlistenable" + path);
     }
 
     @Test

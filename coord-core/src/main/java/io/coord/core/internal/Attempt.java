@@ -301,6 +301,7 @@ final class Attempt {
             creating = false; // an older generation's create still in flight finds itself stale
             waiting = null; // a stopped strategy's callbacks find themselves replaced
             phase = Phase.UNSENT;
+            context.attemptWaitsForConnection();
         }
     }
 

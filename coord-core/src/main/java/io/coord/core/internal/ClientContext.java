@@ -617,6 +617,19 @@ public final class ClientContext {
         internal.execute(task);
     }
 
+    /**
+     * An attempt waits for the handle's connection to enter the queue with: a client with no CuratorListenable to tell
+     * of its close has it looked for meanwhile, on the clock, so that the attempt fails if it is closed.
+     */
+    void attemptWaitsForConnection() {
+        stateLock.lock();
+        try {
+            lookForCloseLater();
+        } finally {
+            stateLock.unlock();
+        }
+    }
+
     /** Under stateLock: on a facade with work waiting for a connection, looks for the client's close in a while. */
     private void lookForCloseLater() {
         if (facade && !lookingForClose) {
@@ -632,8 +645,8 @@ public final class ClientContext {
         stateLock.lock();
         try {
             lookingForClose = false;
-            if (!connected && !onConnected.isEmpty()) {
-                lookForCloseLater();
+            if (!connected && !(onConnected.isEmpty() && attempts.isEmpty())) {
+                lookForCloseLater(); // work still waits: an attempt may wait for the handle's connection
             }
         } finally {
             stateLock.unlock();
