@@ -208,6 +208,10 @@ class RevocationIT {
             proxy.refuseConnections(false); // within the client's retry policy
 
             assertTrue(request.get(30, TimeUnit.SECONDS));
+            // The reader's server may not have applied the asker's write yet: a sync first brings it up to date.
+            CompletableFuture<Void> synced = new CompletableFuture<>();
+            reader.sync().inBackground((c, event) -> synced.complete(null)).forPath(held.path());
+            synced.get(30, TimeUnit.SECONDS);
             Stat stat = new Stat();
             byte[] data = reader.getData().storingStatIn(stat).forPath(held.path());
             assertEquals("__REVOKE__", new String(data, StandardCharsets.US_ASCII));
