@@ -698,30 +698,15 @@ abstract class MutexFaultTest {
     @Test
     void closingTheClientUnderANamespaceFacadeWhileDisconnectedFailsAPendingAcquisition() throws Exception {
         String path = ZooKeeperFixture.uniquePath("closed-facade-offline");
-        CuratorFramework client =
-                zk.newCustomClient(b -> b.retryPolicy(new RetryNTimes(0, 0)).connectionTimeoutMs(300));
-        ReentrantMutex waiter = new ReentrantMutex(client.usingNamespace("tenant"), path);
-        zk.stopServer();
-        await().until(() -> !client.getZookeeperClient().isConnected());
-        CompletableFuture<Lease> pending = waiter.acquireAsync();
-        // Its create fails with the connection, and it waits for the connection to queue again: no watch, no request.
-        await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5)).until(() -> !pending.isDone());
-
-        client.close();
-
-        ExecutionException asyncError = assertThrows(ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
-        assertEquals(
-                "the client was closed while waiting for " + path,
-                asyncError.getCause().getMessage());
-        zk.restartServer();
-        zk.assertNoLeaks("/tenant" + path);
+        CuratorFramework client = zk.newCustomClient(MutexFaultTest::givingUpAtOnce);
+        assertClosingWhileCutOffFailsAWaiter(
+                client, new ReentrantMutex(client.usingNamespace("tenant"), path), "/tenant");
     }
 
     @Test
     void closingAClientThatCannotTellOfItsCloseFailsAnAcquisitionWaitingForTheConnection() throws Exception {
         String path = ZooKeeperFixture.uniquePath("closed-unlistenable-offline");
-        CuratorFramework client =
-                zk.newCustomClient(b -> b.retryPolicy(new RetryNTimes(0, 0)).connectionTimeoutMs(300));
+        CuratorFramework client = zk.newCustomClient(MutexFaultTest::givingUpAtOnce);
         // A client of another make, with no CuratorListenable, here under a namespace of its own so that coord does
         // not take it for the client it wraps: nothing tells coord of its close.
         CuratorFramework unlistenable = (CuratorFramework) Proxy.newProxyInstance(
@@ -738,19 +723,33 @@ abstract class MutexFaultTest {
                         throw e.getCause();
                     }
                 });
-        ReentrantMutex waiter = new ReentrantMutex(unlistenable, path);
+        assertClosingWhileCutOffFailsAWaiter(client, new ReentrantMutex(unlistenable, path), "/unlistenable");
+    }
+
+    private static void givingUpAtOnce(CuratorFrameworkFactory.Builder builder) {
+        builder.retryPolicy(new RetryNTimes(0, 0)).connectionTimeoutMs(300);
+    }
+
+    /**
+     * Stops the server, has {@code waiter} (on {@code client}, or on a facade of it whose znodes are under {@code
+     * root}) wait to queue, and closes the client: the wait fails, and nothing is left.
+     */
+    private static void assertClosingWhileCutOffFailsAWaiter(
+            CuratorFramework client, ReentrantMutex waiter, String root) throws Exception {
         zk.stopServer();
         await().until(() -> !client.getZookeeperClient().isConnected());
-        CompletableFuture<Lease> pending = waiter.acquireAsync(); // it waits for the connection to send its create
+        CompletableFuture<Lease> pending = waiter.acquireAsync();
+        // It waits for the connection to send its create: no watch, no request that could tell of the close.
+        await().during(Duration.ofSeconds(1)).atMost(Duration.ofSeconds(5)).until(() -> !pending.isDone());
 
         client.close();
 
         ExecutionException asyncError = assertThrows(ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
         assertEquals(
-                "the client was closed while waiting for " + path,
+                "the client was closed while waiting for " + waiter.path(),
                 asyncError.getCause().getMessage());
         zk.restartServer();
-        zk.assertNoLeaks("/unlistenable" + path);
+        zk.assertNoLeaks(root + waiter.path());
     }
 
     @Test
