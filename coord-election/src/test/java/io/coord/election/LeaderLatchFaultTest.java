@@ -30,6 +30,7 @@ import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
+import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -313,6 +314,44 @@ abstract class LeaderLatchFaultTest {
     }
 
     /** Records what a latch heard, and the terms it was given. */
+    @Test
+    void aLatchStartedAndClosedWhileCutOffNeverQueuesANode() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("started-closed-cut-off");
+        CuratorFramework leaderClient = zk.newClient();
+        LeaderLatch leader = new LeaderLatch(leaderClient, path, "leader");
+        leader.start();
+        assertTrue(leader.await(Duration.ofSeconds(10)));
+        Stat before = leaderClient.checkExists().forPath(path);
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        // Retries that outlast the cut: Curator would keep a create sent meanwhile, and send it once connected.
+        CuratorFramework client = zk.newOutageProofClient(proxy);
+        LeaderLatch latch = new LeaderLatch(client, path, "cut-off");
+        TermRecorder terms = new TermRecorder();
+        latch.addListener(terms, Runnable::run);
+        proxy.refuseConnections(true);
+        proxy.cutConnections();
+        await().until(() -> !client.getZookeeperClient().isConnected());
+
+        latch.start();
+        latch.close();
+        // Sent after the close: Curator sends what it kept in the order it was asked.
+        CountDownLatch sentAfter = new CountDownLatch(1);
+        client.checkExists().inBackground((c, event) -> sentAfter.countDown()).forPath(path);
+        proxy.refuseConnections(false);
+        assertTrue(sentAfter.await(30, TimeUnit.SECONDS));
+
+        Stat after = leaderClient.checkExists().forPath(path);
+        assertEquals(before.getCversion(), after.getCversion(), "a node was queued for a latch closed while cut off");
+        assertEquals(
+                List.of("leader"),
+                leader.participants().stream().map(Participant::id).toList());
+        assertEquals(List.of(), terms.events);
+        leader.close();
+        client.close();
+        proxy.close();
+        zk.assertNoLeaks(path);
+    }
+
     private static final class TermRecorder implements LeaderListener {
         final List<String> events = new CopyOnWriteArrayList<>();
         final List<Lease> terms = new CopyOnWriteArrayList<>();
