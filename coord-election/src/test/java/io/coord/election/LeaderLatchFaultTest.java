@@ -15,6 +15,7 @@ import io.coord.core.Participant;
 import io.coord.testkit.Acls;
 import io.coord.testkit.CapturedLog;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.KeptRequests;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
 import io.coord.testkit.ZooKeeperProxy;
@@ -30,7 +31,6 @@ import org.apache.zookeeper.KeeperException.Code;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Id;
-import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -321,7 +321,7 @@ abstract class LeaderLatchFaultTest {
         LeaderLatch leader = new LeaderLatch(leaderClient, path, "leader");
         leader.start();
         assertTrue(leader.await(Duration.ofSeconds(10)));
-        Stat before = leaderClient.checkExists().forPath(path);
+        long createdBefore = KeptRequests.createsUnder(leaderClient, path);
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         // Retries that outlast the cut: Curator would keep a create sent meanwhile, and send it once connected.
         CuratorFramework client = zk.newOutageProofClient(proxy);
@@ -334,14 +334,12 @@ abstract class LeaderLatchFaultTest {
 
         latch.start();
         latch.close();
-        // Sent after the close: Curator sends what it kept in the order it was asked.
-        CountDownLatch sentAfter = new CountDownLatch(1);
-        client.checkExists().inBackground((c, event) -> sentAfter.countDown()).forPath(path);
-        proxy.refuseConnections(false);
-        assertTrue(sentAfter.await(30, TimeUnit.SECONDS));
+        KeptRequests.reconnectBehindThem(client, proxy, path);
 
-        Stat after = leaderClient.checkExists().forPath(path);
-        assertEquals(before.getCversion(), after.getCversion(), "a node was queued for a latch closed while cut off");
+        assertEquals(
+                createdBefore,
+                KeptRequests.createsUnder(leaderClient, path),
+                "a node was queued for a latch closed while cut off");
         assertEquals(
                 List.of("leader"),
                 leader.participants().stream().map(Participant::id).toList());

@@ -13,6 +13,7 @@ import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.Participant;
 import io.coord.testkit.EngineMode;
+import io.coord.testkit.KeptRequests;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperFixture.Session;
@@ -46,7 +47,6 @@ import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooDefs;
-import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -520,7 +520,7 @@ abstract class MutexFaultTest {
         CuratorFramework client = zk.newOutageProofClient(proxy);
         ReentrantMutex looker = new ReentrantMutex(client, path);
         CountDownLatch suspended = ZooKeeperFixture.latchOn(client, ConnectionState.SUSPENDED); // heard after coord
-        long createdBefore = creates(holderClient, path);
+        long createdBefore = KeptRequests.createsUnder(holderClient, path);
 
         proxy.refuseConnections(true);
         proxy.cutConnections();
@@ -533,27 +533,18 @@ abstract class MutexFaultTest {
                 .exceptionally(e -> null)
                 .join();
         assertTrue(looker.acquireAsync().cancel(false));
-        // Sent after the calls gave up: Curator sends what it kept in the order it was asked, each after its pause.
-        CompletableFuture<Void> sentAfter = new CompletableFuture<>();
-        client.checkExists()
-                .inBackground((c, event) -> sentAfter.complete(null))
-                .forPath(path);
-        proxy.refuseConnections(false);
-        sentAfter.get(30, TimeUnit.SECONDS);
+        KeptRequests.reconnectBehindThem(client, proxy, path);
 
-        assertEquals(createdBefore, creates(holderClient, path), "a create was sent for a call that had given up");
+        assertEquals(
+                createdBefore,
+                KeptRequests.createsUnder(holderClient, path),
+                "a create was sent for a call that had given up");
         holder.release();
         assertTrue(looker.acquire(Duration.ofSeconds(20)));
         looker.release();
         client.close();
         proxy.close();
         zk.assertNoLeaks(path);
-    }
-
-    /** How many children were ever created under {@code path}: ZooKeeper's cversion counts each create and delete. */
-    private static long creates(CuratorFramework client, String path) throws Exception {
-        Stat stat = client.checkExists().forPath(path);
-        return (stat.getCversion() + stat.getNumChildren()) / 2;
     }
 
     @Test
