@@ -3,8 +3,10 @@ package io.coord.spring;
 import io.coord.core.Lease;
 import io.coord.core.LeaseState;
 import io.coord.core.internal.Arguments;
+import io.coord.core.internal.Deadline;
 import io.coord.mutex.ReentrantMutex;
 import java.lang.ref.WeakReference;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -12,6 +14,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
@@ -20,6 +23,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.zookeeper.common.PathUtils;
 import org.springframework.integration.support.locks.ExpirableLockRegistry;
 import org.springframework.integration.support.locks.RenewableLockRegistry;
+import org.springframework.integration.util.CheckedCallable;
+import org.springframework.integration.util.CheckedRunnable;
 
 /**
  * Spring Integration's lock registry on coord's {@link ReentrantMutex}: one mutex per key, at {@code <root>/<key>},
@@ -177,6 +182,81 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
         if (lock != null) {
             lock.touch();
         }
+    }
+
+    /**
+     * Runs {@code work} holding {@code lockKey}'s lock, taken as {@link Lock#lockInterruptibly()} takes it. Unlike
+     * Spring's default, which unlocks in a {@code finally}, work that fails keeps its own exception: when the unlock
+     * fails too (the hold was lost meanwhile, say), its exception is attached to the work's as suppressed, as
+     * try-with-resources does. Work that succeeds on a hold lost meanwhile fails with the unlock's
+     * {@link IllegalStateException}: the work may have overlapped another holder's.
+     */
+    @Override
+    public <T, E extends Throwable> T executeLocked(Object lockKey, CheckedCallable<T, E> work)
+            throws E, InterruptedException {
+        Objects.requireNonNull(work, "work must not be null");
+        Lock lock = obtain(lockKey);
+        lock.lockInterruptibly();
+        return callHolding(lock, work);
+    }
+
+    /** Like {@link #executeLocked(Object, CheckedCallable)}, for work with no result. */
+    @Override
+    public <E extends Throwable> void executeLocked(Object lockKey, CheckedRunnable<E> work)
+            throws E, InterruptedException {
+        Objects.requireNonNull(work, "work must not be null");
+        this.<Void, E>executeLocked(lockKey, () -> {
+            work.run();
+            return null;
+        });
+    }
+
+    /**
+     * Like {@link #executeLocked(Object, CheckedCallable)}, waiting for the lock as {@link Lock#tryLock(long,
+     * TimeUnit)} does for at most {@code waitLockDuration} (a zero or negative one still looks once).
+     *
+     * @throws TimeoutException if the lock was not acquired in time; the work has not run
+     */
+    @Override
+    public <T, E extends Throwable> T executeLocked(
+            Object lockKey, Duration waitLockDuration, CheckedCallable<T, E> work)
+            throws E, InterruptedException, TimeoutException {
+        Objects.requireNonNull(waitLockDuration, "waitLockDuration must not be null");
+        Objects.requireNonNull(work, "work must not be null");
+        Lock lock = obtain(lockKey);
+        if (!lock.tryLock(Deadline.saturatedNanos(waitLockDuration), TimeUnit.NANOSECONDS)) {
+            throw new TimeoutException("the lock for key '" + keyName(lockKey) + "' under " + root
+                    + " was not acquired within " + waitLockDuration);
+        }
+        return callHolding(lock, work);
+    }
+
+    /** Like {@link #executeLocked(Object, Duration, CheckedCallable)}, for work with no result. */
+    @Override
+    public <E extends Throwable> void executeLocked(Object lockKey, Duration waitLockDuration, CheckedRunnable<E> work)
+            throws E, InterruptedException, TimeoutException {
+        Objects.requireNonNull(work, "work must not be null");
+        this.<Void, E>executeLocked(lockKey, waitLockDuration, () -> {
+            work.run();
+            return null;
+        });
+    }
+
+    /** Runs {@code work} on a held lock, then unlocks; a failing work's exception wins over a failing unlock's. */
+    private static <T, E extends Throwable> T callHolding(Lock lock, CheckedCallable<T, E> work) throws E {
+        T result;
+        try {
+            result = work.call();
+        } catch (Throwable failed) {
+            try {
+                lock.unlock();
+            } catch (RuntimeException unlockFailed) {
+                failed.addSuppressed(unlockFailed);
+            }
+            throw failed;
+        }
+        lock.unlock();
+        return result;
     }
 
     /** The live lock of a key, made on first use or after the last one was retired. */

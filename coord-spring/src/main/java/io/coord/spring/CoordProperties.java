@@ -128,8 +128,11 @@ public class CoordProperties implements InitializingBean {
 
     /** The CoordLockRegistry bean. */
     public static class LockRegistry {
-        /** The path the locks live under, one child per lock key. */
-        private String root = "/coord/locks";
+        /**
+         * The path the locks live under, one child per lock key. The default is spring-integration-zookeeper's, whose
+         * locks have the same layout, so that a fleet moving from its registry to coord's locks the same znodes.
+         */
+        private String root = "/SpringIntegration-LockRegistry";
 
         public String getRoot() {
             return root;

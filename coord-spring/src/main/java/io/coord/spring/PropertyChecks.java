@@ -44,7 +44,7 @@ final class PropertyChecks {
         }
         path("coord.lock.root", properties.getLock().getRoot());
         CoordProperties.Leader leader = properties.getLeader();
-        path("coord.leader.root", leader.getRoot());
+        electionRoot(leader.getRoot());
         if (leader.getRole() != null) {
             role(leader.getRole());
         }
@@ -152,6 +152,17 @@ final class PropertyChecks {
             Arguments.path(value);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(property + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The initiator takes a root that ends in {@code /}, as spring-integration-zookeeper's own default did, and
+     * {@code /} itself for elections at the top, so the property does too.
+     */
+    private static void electionRoot(String root) {
+        if (!"/".equals(root)) {
+            boolean slashed = root != null && root.length() > 2 && root.endsWith("/"); // "//" is refused as it is
+            path("coord.leader.root", slashed ? root.substring(0, root.length() - 1) : root);
         }
     }
 

@@ -223,6 +223,34 @@ class CoordAutoConfigurationTest {
     }
 
     @Test
+    void theDefaultRootsAreSpringIntegrationsSoThatAFleetMovesAcrossOnTheSameZnodes() {
+        runner.withPropertyValues(
+                        "coord.zookeeper.connect-string=" + zk.connectString(),
+                        "coord.leader.role=reports",
+                        "coord.leader.auto-startup=false")
+                .run(context -> {
+                    assertThat(context.getBean(CoordLockRegistry.class).root())
+                            .isEqualTo("/SpringIntegration-LockRegistry");
+                    assertThat(context.getBean(CoordLeaderInitiator.class).path())
+                            .isEqualTo("/spring-integration/leader/reports");
+                });
+    }
+
+    @Test
+    void aLeaderRootEndingInASlashOrTheTopIsTakenAsTheInitiatorTakesIt() {
+        for (String[] rootAndPath : new String[][] {{"/elections/", "/elections/reports"}, {"/", "/reports"}}) {
+            runner.withPropertyValues(
+                            "coord.zookeeper.connect-string=" + zk.connectString(),
+                            "coord.leader.role=reports",
+                            "coord.leader.auto-startup=false",
+                            "coord.leader.root=" + rootAndPath[0])
+                    .run(context -> assertThat(
+                                    context.getBean(CoordLeaderInitiator.class).path())
+                            .isEqualTo(rootAndPath[1]));
+        }
+    }
+
+    @Test
     void anUnsetConnectionTimeoutIsFifteenSecondsUnderALongerSession() {
         runner.withPropertyValues("coord.zookeeper.connect-string=" + zk.connectString())
                 .run(context -> {
@@ -307,6 +335,11 @@ class CoordAutoConfigurationTest {
                 ensemble,
                 "coord.leader.role=reports",
                 "coord.leader.root=leaders");
+        assertFailsWith(
+                "coord.leader.root: invalid ZooKeeper path \"//\": Path must not end with / character",
+                ensemble,
+                "coord.leader.role=reports",
+                "coord.leader.root=//");
         assertFailsWith(
                 "coord.leader.role: 'x/y' is not a valid znode name: it must be non-empty, not . or .., and contain"
                         + " no /",

@@ -9,6 +9,7 @@ import io.coord.core.LeaseState;
 import io.coord.mutex.ReentrantMutex;
 import io.coord.testkit.ZooKeeperEnsemble;
 import io.coord.testkit.ZooKeeperTest;
+import java.io.IOException;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.List;
@@ -17,6 +18,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.Lock;
 import org.apache.curator.framework.CuratorFramework;
 import org.junit.jupiter.api.AfterEach;
@@ -25,6 +28,7 @@ import org.junit.jupiter.api.Timeout;
 import org.springframework.integration.leader.Context;
 import org.springframework.integration.leader.DefaultCandidate;
 import org.springframework.integration.support.leader.LockRegistryLeaderInitiator;
+import org.springframework.integration.util.CheckedRunnable;
 
 @ZooKeeperTest
 class CoordLockRegistryTest {
@@ -122,6 +126,59 @@ class CoordLockRegistryTest {
         assertThat(result).isEqualTo("done");
         assertThat(registry.mutex("callable").isAcquiredInThisProcess()).isFalse();
         zk.assertNoLeaksUnder("/locks/callable");
+    }
+
+    @Test
+    void executeLockedKeepsTheWorksOwnExceptionWithALostHoldAttachedAndTimesOutWithoutRunningIt() throws Exception {
+        CuratorFramework client = zk.newClient();
+        CoordLockRegistry registry = new CoordLockRegistry(client, "/locks");
+        IOException declined = new IOException("payment declined");
+        assertThatThrownBy(() -> registry.executeLocked("paid", (CheckedRunnable<Exception>) () -> {
+                    Lease lease = registry.mutex("paid").lease();
+                    zk.expireSession(client);
+                    await().until(() -> lease.state() == LeaseState.LOST);
+                    throw declined;
+                }))
+                .isSameAs(declined);
+        assertThat(declined.getSuppressed())
+                .singleElement()
+                .isInstanceOf(IllegalStateException.class)
+                .extracting(Throwable::getMessage)
+                .asString()
+                .startsWith("the lock for key 'paid' under /locks was lost before unlock");
+        assertThat(registry.mutex("paid").isAcquiredInThisProcess()).isFalse();
+
+        // On a clean hold the work's exception goes alone, and the lock is released.
+        IllegalArgumentException refused = new IllegalArgumentException("no such invoice");
+        assertThatThrownBy(() -> registry.executeLocked(
+                        "paid", Duration.ofSeconds(5), (CheckedRunnable<RuntimeException>) () -> {
+                            throw refused;
+                        }))
+                .isSameAs(refused)
+                .hasNoSuppressedExceptions();
+        assertThat(registry.mutex("paid").isAcquiredInThisProcess()).isFalse();
+
+        Lock held = registry.obtain("paid");
+        held.lock();
+        try {
+            AtomicBoolean ran = new AtomicBoolean();
+            assertThat(other.submit(() -> {
+                                try {
+                                    registry.executeLocked(
+                                            "paid", Duration.ofMillis(50), (CheckedRunnable<RuntimeException>)
+                                                    () -> ran.set(true));
+                                    return "ran";
+                                } catch (TimeoutException e) {
+                                    return e.getMessage();
+                                }
+                            })
+                            .get())
+                    .isEqualTo("the lock for key 'paid' under /locks was not acquired within PT0.05S");
+            assertThat(ran).isFalse();
+        } finally {
+            held.unlock();
+        }
+        zk.assertNoLeaksUnder("/locks/paid");
     }
 
     @Test

@@ -159,7 +159,7 @@ public final class Deadline {
     }
 
     /** {@code timeout} in nanoseconds, {@link Long#MAX_VALUE} if it is longer than that. */
-    static long saturatedNanos(Duration timeout) {
+    public static long saturatedNanos(Duration timeout) {
         try {
             return timeout.toNanos();
         } catch (ArithmeticException e) {
