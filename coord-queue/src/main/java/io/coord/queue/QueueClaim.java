@@ -404,8 +404,15 @@ final class QueueClaim<T> implements Claim<T> {
             }
         } catch (RuntimeException e) {
             Runnable resend = () -> queue.context.callbacks().execute(() -> release(answered, tries));
-            if (queue.context.sessionId() != session || !againAfterPause(queue, e, resend)) {
+            if (queue.context.sessionId() != session || queue.context.isClosed()) {
                 log.debug("release of {} left to its session's end", claimPath, e);
+            } else if (ResultCodes.isInDoubt(e)) {
+                queue.context.whenConnected(resend); // lost with the connection, on a session that lives on
+            } else if (!againAfterPause(queue, e, resend)) {
+                log.warn(
+                        "the release of {} failed: the item stays claimed until this client's session ends",
+                        claimPath,
+                        e);
             }
         } finally {
             answered.complete(null);

@@ -55,8 +55,6 @@ final class Slots {
         // The client's connection epoch when its last transaction was sent: a change means Curator may have sent it
         // again after a lost connection.
         long sentInEpoch;
-        // Kept after a create in doubt: it may never have been made, and then no transaction of it can have landed.
-        boolean maybeMissing;
 
         private Slot(String path, long resetsBefore) {
             this.path = path;
@@ -193,18 +191,10 @@ final class Slots {
         if (failed == 0 && code == Code.NONODE) {
             if (slot.sentInEpoch != queue.context.connectionEpoch()) {
                 // The connection dropped while it was in flight: this may answer Curator's second send of a
-                // transaction whose first landed before the slot was deleted (a slot whose create was in doubt too,
-                // since that create may have landed). Nothing can tell now.
+                // transaction whose first landed before the slot was deleted. Nothing can tell now.
                 throw slotDeleted(slot, what);
             }
             created.remove(slot.path);
-            if (slot.maybeMissing) {
-                // Its create, in doubt, never landed: nothing was applied. Others kept after the same outage most
-                // likely never landed either, and each would cost a caller an attempt: they go too (still deleted at
-                // close, in case one did land).
-                idle.removeIf(other -> other.maybeMissing);
-                return Outcome.failed(-1, code);
-            }
             // Deleted under us: nothing was applied, and the slot is no more. Most likely the whole queue was reset by
             // hand, which took every other slot and maybe the items parent too: the idle slots are left for new ones
             // (those still there are deleted at close with the rest), and the size is counted again.
@@ -214,7 +204,6 @@ final class Slots {
             return Outcome.failed(-1, code);
         }
         if (failed > 0) {
-            slot.maybeMissing = false; // its setData passed: it exists
             idle.add(slot); // failed as a whole, so the version is unchanged
             return Outcome.failed(failed - 1, code);
         }
@@ -250,7 +239,6 @@ final class Slots {
 
     /** Our transaction, or our settling write, moved the version on by one. */
     private void giveBackMoved(Slot slot) {
-        slot.maybeMissing = false; // it exists, or did when the write landed
         slot.version++;
         giveBackAt(slot);
     }
@@ -264,6 +252,11 @@ final class Slots {
             idle.add(slot);
             return;
         }
+        discard(slot);
+    }
+
+    /** Deletes a slot that no write will use: one whose version wrapped, or whose create's outcome is unknown. */
+    private void discard(Slot slot) {
         created.remove(slot.path);
         queue.context.deleteGuaranteed(slot.path);
     }
@@ -301,7 +294,6 @@ final class Slots {
             int now = read.getStat().getVersion();
             // Decided before the slot goes back: once idle, another writer may borrow it and move its version.
             boolean settled = now == carried + 1 && Arrays.equals(read.getData(), token);
-            slot.maybeMissing = false;
             slot.version = now;
             giveBackAt(slot);
             // The settle landed, so the transaction never will; else the transaction did.
@@ -367,7 +359,9 @@ final class Slots {
         // Recorded before the first send, so that the client's close deletes it whatever becomes of the answer (a
         // create in doubt, then a timeout or a failure, may have made it); a delete of a missing slot is harmless.
         created.add(slot.path);
-        for (int attempt = 0; attempt < 3; attempt++) {
+        // Only a missing parent counts as an attempt: a create in doubt is sent again once connected, for as long as
+        // the caller waits through outages, as every other request of a write is.
+        for (int attempt = 0; attempt < 3; ) {
             Code code = queue.createOwn(slot.path, CreateMode.PERSISTENT, deadline, late -> adopt(slot, late));
             if (code == Code.OK || code == Code.NODEEXISTS) {
                 // NodeExists: a replay of our own create, since the name is ours alone.
@@ -376,14 +370,14 @@ final class Slots {
             if (code == Code.NONODE) {
                 queue.resetFound(); // no slots parent
                 queue.awaitLayout(deadline);
+                attempt++;
             } else if (ResultCodes.isInDoubt(code)) {
                 // It may have landed: the same name again tells, once connected. A caller that stops waiting for the
                 // connection leaves no slot behind: the name is ours alone, and Curator gave up sending it.
                 try {
                     BackgroundRequests.awaitConnection(queue.context, deadline, slot.path);
                 } catch (TimeoutException | InterruptedException e) {
-                    created.remove(slot.path);
-                    queue.context.deleteGuaranteed(slot.path);
+                    discard(slot);
                     throw e;
                 }
             } else {
@@ -394,13 +388,15 @@ final class Slots {
     }
 
     /**
-     * A slot create answered after its borrower stopped waiting: keep it if it landed, or may have (a slot that
-     * turns out missing fails its first transaction as a whole, and is then forgotten).
+     * A slot create answered after its borrower stopped waiting: kept if it landed. One whose answer is in doubt (Curator
+     * gave up sending it) is deleted instead, in case it landed: kept, it might be missing, and a transaction on a
+     * missing slot that Curator sent twice could not tell whether it landed.
      */
     private void adopt(Slot slot, Code code) {
-        if (code == Code.OK || code == Code.NODEEXISTS || ResultCodes.isInDoubt(code)) {
-            slot.maybeMissing = ResultCodes.isInDoubt(code);
+        if (code == Code.OK || code == Code.NODEEXISTS) {
             giveBack(slot);
+        } else if (ResultCodes.isInDoubt(code)) {
+            discard(slot);
         }
     }
 }
