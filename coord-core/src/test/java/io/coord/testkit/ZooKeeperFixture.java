@@ -244,6 +244,14 @@ public final class ZooKeeperFixture
     }
 
     /**
+     * A started, connected client through {@code proxy} whose requests Curator never sends again: an answer lost with
+     * the connection comes back in doubt at once.
+     */
+    public CuratorFramework newClientWithoutRetries(ZooKeeperProxy proxy) throws InterruptedException {
+        return newCustomClient(b -> b.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
+    }
+
+    /**
      * A started, connected client through {@code proxy} whose session outlives an outage and whose retries outlast
      * it: nothing but the code under test gives up on a request while the proxy cuts or loses replies.
      */

@@ -486,8 +486,7 @@ class ClaimTest {
         String path = ZooKeeperFixture.uniquePath(name);
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         // Without Curator's retries, the lost reply comes back in doubt at once, and the queue itself sends again.
-        CuratorFramework closerClient = zk.newCustomClient(
-                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
+        CuratorFramework closerClient = zk.newClientWithoutRetries(proxy);
         DistributedQueue<String> closer = queue(closerClient, path);
         DistributedQueue<String> other = queue(zk.newClient(), path);
         closer.offer("job");

@@ -32,7 +32,6 @@ import org.apache.curator.RetryPolicy;
 import org.apache.curator.drivers.TracerDriver;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.state.ConnectionState;
-import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Watcher.WatcherType;
 import org.apache.zookeeper.ZooDefs;
@@ -638,8 +637,7 @@ class QueueDataAndWaitFaultTest {
         String path = ZooKeeperFixture.uniquePath("watch-removal-lost");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         // Without Curator's retries, the removal's lost answer comes back in doubt at once.
-        CuratorFramework client = zk.newCustomClient(
-                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
+        CuratorFramework client = zk.newClientWithoutRetries(proxy);
         AllRequests requests = new AllRequests();
         client.getZookeeperClient().setTracerDriver(requests);
         DistributedQueue<String> consumer = queue(client, path);

@@ -22,7 +22,6 @@ import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.CuratorEvent;
 import org.apache.curator.framework.api.transaction.CuratorOp;
-import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.ZooDefs;
@@ -117,8 +116,7 @@ class SlotsTest {
     void aSlotWhoseCreateEndsInDoubtAfterItsBorrowerGaveUpIsDeletedRatherThanKept() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-adopted-in-doubt");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(
-                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
+        CuratorFramework client = zk.newClientWithoutRetries(proxy);
         SharedQueue shared = shared(client, path);
         CuratorFramework reader = zk.newClient();
 
@@ -143,8 +141,7 @@ class SlotsTest {
     void aBorrowThatWaitsThroughOutagesSendsACreateInDoubtAgainHoweverOftenItIsLost() throws Exception {
         String path = ZooKeeperFixture.uniquePath("slot-create-lost-often");
         ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newCustomClient(
-                builder -> builder.connectString(proxy.connectString()).retryPolicy(new RetryNTimes(0, 0)));
+        CuratorFramework client = zk.newClientWithoutRetries(proxy);
         SharedQueue shared = shared(client, path);
         int losses = 5;
         for (int i = 0; i < losses; i++) {
