@@ -250,6 +250,12 @@ class MutexViewTest {
         await().until(() -> !ClientContext.of(client).usesViews());
         long broken = proxy.requestsRefused();
         assertTrue(broken >= 3 && broken <= 6, () -> broken + " adds broke their connection");
+        // A while later a probe, sent alone, asks the server itself; this one breaks its connection too.
+        for (int i = 0; i < 3; i++) {
+            proxy.breakOnNext(ZooDefs.OpCode.multiRead);
+        }
+        await().until(() -> proxy.requestsRefused() == broken + 1);
+        assertFalse(ClientContext.of(client).usesViews(), "the guess stands");
         ReentrantMutex theirs = new ReentrantMutex(zk.newClient(), path);
         Lease held = mutex.acquireAsync().get(10, TimeUnit.SECONDS);
         CompletableFuture<Lease> waiting = theirs.acquireAsync();
@@ -258,7 +264,33 @@ class MutexViewTest {
         held.close();
         waiting.get(10, TimeUnit.SECONDS).close();
         zk.ensemble().assertNoWatchesUnder(path);
-        assertEquals(broken, proxy.requestsRefused());
+        assertEquals(broken + 1, proxy.requestsRefused());
+        zk.closeClients();
+        proxy.close();
+        zk.assertNoLeaks(path);
+    }
+
+    @Test
+    void aNewerServerTakenForAnOlderOneFromLostAddsSaysOtherwiseToTheProbeAndViewsComeBack() throws Exception {
+        String path = ZooKeeperFixture.uniquePath("view-add-lost-newer");
+        // A flapping network, on a client whose retries give up, can lose a view's adds just as a server before 3.6
+        // would: three of them mark an older server, as above.
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
+        for (int i = 0; i < 6; i++) {
+            proxy.breakOnNext(ZooDefs.OpCode.addWatch);
+        }
+        ReentrantMutex mutex = new ReentrantMutex(client, path);
+        MutexRequestCountTest.primeView(mutex);
+        await().until(() -> !ClientContext.of(client).usesViews());
+
+        // The probe sent alone a few seconds later is carried out: the guess is taken back.
+        await().atMost(Duration.ofSeconds(30))
+                .until(() -> ClientContext.of(client).usesViews());
+        assertFalse(ClientContext.of(client).server().hasOlderServer());
+        // The unusable view lingered out meanwhile: the path takes a view again, as any path does.
+        MutexRequestCountTest.primeView(mutex);
+        await().until(() -> zk.ensemble().watchesUnder(path).getOrDefault(path, 0) == 1);
         zk.closeClients();
         proxy.close();
         zk.assertNoLeaks(path);

@@ -1,9 +1,11 @@
 package io.coord.core.internal;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.zookeeper.KeeperException.Code;
+import org.apache.zookeeper.Op;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,6 +19,10 @@ public final class ServerSupport {
     private static final Logger log = LoggerFactory.getLogger(ServerSupport.class);
     // Connections that broke under a request of ZooKeeper 3.6, before the server carried out one: an older server.
     private static final int LOSSES_OF_AN_OLDER_SERVER = 3;
+    // After a guess from lost connections, one read-only multi sent alone asks the server itself: this long after the
+    // guess, and after each probe lost in turn. After the last, the guess stands.
+    private static final List<Duration> PROBE_PAUSES =
+            List.of(Duration.ofSeconds(5), Duration.ofMinutes(1), Duration.ofMinutes(5));
     // What newerRequestSent gives while the client is not connected; never a connection epoch.
     private static final long NO_CONNECTION = -1;
     // Answers that only a server that knows a 3.6 request gives: it carried it out, or turned it down on its merits.
@@ -107,7 +113,8 @@ public final class ServerSupport {
      * and drops the connection. Behind a write, the client takes that answer out of turn for a broken connection, and
      * the request comes back lost. So until the server has carried out one, the third connection that was up when
      * such a request went out and broke under it marks an older server too. A later answer from the server itself
-     * takes that guess back.
+     * takes that guess back, or makes it certain: one to a probe sent alone a while after the guess (see
+     * {@link #probeLater}).
      */
     public boolean answeredAsOlderServer(Code rc, long sent) {
         if (newerServer && rc != Code.UNIMPLEMENTED) {
@@ -115,6 +122,7 @@ public final class ServerSupport {
         }
         boolean older;
         boolean wasOlder;
+        boolean guessed;
         boolean guessTakenBack = false;
         lock.lock();
         try {
@@ -134,8 +142,12 @@ public final class ServerSupport {
                 olderServerGuessed = false;
             } // else no news of the server: of the session, or from the client itself
             older = olderServer;
+            guessed = olderServerGuessed;
         } finally {
             lock.unlock();
+        }
+        if (guessed && !wasOlder) {
+            probeLater(0);
         }
         if (older && !wasOlder) {
             log.info("ZooKeeper answered a 3.6 request UNIMPLEMENTED, or broke the connection under each (a server"
@@ -144,6 +156,41 @@ public final class ServerSupport {
             log.info("ZooKeeper carried out a 3.6 request after all: coord uses views again on this client");
         }
         return older;
+    }
+
+    /**
+     * Asks the server itself once the guess of an older server has stood for the {@code n}th pause: connections lost
+     * under a view's adds (a client whose retries give up, on a flapping network) look like an older server's breaks.
+     * The probe, a read-only multi of {@code /}, goes alone on a settled connection, where an older server answers it
+     * UNIMPLEMENTED in its turn (and breaks that connection once more), and a newer one carries it out.
+     */
+    private void probeLater(int n) {
+        if (n < PROBE_PAUSES.size()) {
+            context.track(Executors.after(PROBE_PAUSES.get(n))).thenRun(() -> sendOnSettledConnection(() -> probe(n)));
+        }
+    }
+
+    private void probe(int n) {
+        if (!olderServerGuessed) {
+            return; // decided meanwhile
+        }
+        long sent = newerRequestSent();
+        try {
+            context.client()
+                    .getZookeeperClient()
+                    .getZooKeeper()
+                    .multi(
+                            List.of(Op.getData("/")),
+                            (rc, path, ctx, results) -> {
+                                answeredAsOlderServer(results != null ? Code.OK : Code.get(rc), sent);
+                                if (olderServerGuessed) {
+                                    probeLater(n + 1);
+                                }
+                            },
+                            null);
+        } catch (Exception e) {
+            log.debug("the probe of the server's release was not sent: the client is closed", e);
+        }
     }
 
     /** Under lock: counts connection {@code sent} as broken under a 3.6 request, once; true once enough did. */
