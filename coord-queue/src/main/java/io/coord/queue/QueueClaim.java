@@ -228,7 +228,8 @@ final class QueueClaim<T> implements Claim<T> {
             String marker, Function<String, List<CuratorOp>> ops, String what, Runnable pastWaiting) {
         int markersMade = 0;
         while (marker != null) {
-            Slots.Outcome outcome = queue.slots.commit(queue.slots.borrowFully(), ops.apply(marker), what, pastWaiting);
+            Slots.Outcome outcome =
+                    queue.slots.commit(queue.slots.borrowFully(pastWaiting), ops.apply(marker), what, pastWaiting);
             boolean markerGone = outcome.failedOp() == 0 && outcome.code() == Code.NONODE;
             if (markerGone && markersMade < MAX_MARKERS && queue.context.sessionId() == session) {
                 pastWaiting.run();
@@ -351,9 +352,9 @@ final class QueueClaim<T> implements Claim<T> {
      * {check marker, delete claims/X} with a write slot, sent again while the claim's session lives until its outcome
      * is known: a replay of a release that landed fails on the slot's version, so it never deletes a claim somebody
      * made since. Completes {@code answered} once the closer need wait no longer: when the outcome is known, when
-     * the transaction's reply is lost, or before a session marker must be made or proven. A new write slot is waited
-     * for (a few creates at most, each bounded by Curator's retries), so that the item is back in play when the
-     * closer returns; a marker's wait resends for as long as the session lives, which a closer on Curator's
+     * the transaction's reply is lost, when a new write slot's create is, or before a session marker must be made or
+     * proven. A new write slot is otherwise waited for, so that the item is back in play when the closer returns; a
+     * lost create, like a marker's wait, is sent again for as long as the session lives, which a closer on Curator's
      * connection listener thread (where the news of an outage comes from) must not wait out. A release that cannot
      * tell whether it landed, its slot gone, looks at the claim node: one still ours was not released, and the release
      * is sent again with another slot, up to {@code tries} times in all.

@@ -94,13 +94,25 @@ final class Slots {
      *     when its answer comes
      */
     Slot borrow(Deadline deadline) throws InterruptedException, TimeoutException {
+        return borrow(deadline, () -> {});
+    }
+
+    private Slot borrow(Deadline deadline, Runnable inDoubt) throws InterruptedException, TimeoutException {
         Slot slot = idle.poll();
-        return slot != null ? slot : create(deadline);
+        return slot != null ? slot : create(deadline, inDoubt);
     }
 
     /** An idle slot, or a new one, waiting for the answers as long as they take (the interrupt flag is kept). */
     Slot borrowFully() {
-        return BackgroundRequests.fully(this::borrow);
+        return borrowFully(() -> {});
+    }
+
+    /**
+     * Like {@link #borrowFully()}, running {@code inDoubt} when a new slot's create comes back in doubt: the wait may
+     * then last as long as the outage, which a caller waiting for the borrower may not wait out.
+     */
+    Slot borrowFully(Runnable inDoubt) {
+        return BackgroundRequests.fully(deadline -> borrow(deadline, inDoubt));
     }
 
     /**
@@ -349,7 +361,7 @@ final class Slots {
         }
     }
 
-    private Slot create(Deadline deadline) throws InterruptedException, TimeoutException {
+    private Slot create(Deadline deadline, Runnable inDoubt) throws InterruptedException, TimeoutException {
         if (deadline.lookEnded()) {
             // A create sent now would wait for the connection, which a look does not.
             throw new TimeoutException("the look ended before a write slot under " + queue.layout.slots
@@ -359,8 +371,9 @@ final class Slots {
         // Recorded before the first send, so that the client's close deletes it whatever becomes of the answer (a
         // create in doubt, then a timeout or a failure, may have made it); a delete of a missing slot is harmless.
         created.add(slot.path);
-        // Only a missing parent counts as an attempt: a create in doubt is sent again once connected, for as long as
-        // the caller waits through outages, as every other request of a write is.
+        // A create in doubt is sent again once connected, for as long as a caller that waits for a lost connection
+        // waits, as every other request of a write is; it counts as an attempt only for one that does not, which may
+        // hear of the drop late (on Curator's listener thread, say), and is then held up for three at most.
         for (int attempt = 0; attempt < 3; ) {
             Code code = queue.createOwn(slot.path, CreateMode.PERSISTENT, deadline, late -> adopt(slot, late));
             if (code == Code.OK || code == Code.NODEEXISTS) {
@@ -374,6 +387,10 @@ final class Slots {
             } else if (ResultCodes.isInDoubt(code)) {
                 // It may have landed: the same name again tells, once connected. A caller that stops waiting for the
                 // connection leaves no slot behind: the name is ours alone, and Curator gave up sending it.
+                inDoubt.run();
+                if (!deadline.waitsForConnection()) {
+                    attempt++;
+                }
                 try {
                     BackgroundRequests.awaitConnection(queue.context, deadline, slot.path);
                 } catch (TimeoutException | InterruptedException e) {

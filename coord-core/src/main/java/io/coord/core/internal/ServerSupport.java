@@ -189,7 +189,12 @@ public final class ServerSupport {
                             },
                             null);
         } catch (Exception e) {
-            log.debug("the probe of the server's release was not sent: the client is closed", e);
+            if (context.isClosed()) {
+                log.debug("the probe of the server's release was not sent: the client is closed", e);
+            } else {
+                log.debug("the probe of the server's release was not sent: the handle refused it", e);
+                probeLater(n + 1);
+            }
         }
     }
 
