@@ -16,6 +16,7 @@ import io.coord.testkit.Acls;
 import io.coord.testkit.RequestCounter;
 import io.coord.testkit.ZooKeeperFixture;
 import io.coord.testkit.ZooKeeperProxy;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -230,19 +231,29 @@ class MutexViewTest {
         zk.assertNoLeaks(path);
     }
 
+    /** A client retrying once, through a proxy that breaks the connection under each of its next {@code adds}. */
+    private record AddsBreaking(ZooKeeperProxy proxy, CuratorFramework client) {}
+
+    private static AddsBreaking addsBreaking(int adds) throws IOException, InterruptedException {
+        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
+        CuratorFramework client = zk.newClientRetryingOnce(proxy);
+        for (int i = 0; i < adds; i++) {
+            proxy.breakOnNext(ZooDefs.OpCode.addWatch);
+        }
+        return new AddsBreaking(proxy, client);
+    }
+
     @Test
     void aClientWhoseViewWatchIsLostAtEachTryTakesItsServerForAnOlderOne() throws Exception {
         String path = ZooKeeperFixture.uniquePath("view-add-lost");
         // A server before 3.6 answers addWatch at once, ahead of a write still in its pipeline, and breaks the
         // connection: the client takes that answer out of turn for a broken connection, and the add comes back lost.
         // Here every add the client makes breaks its connection, as it would behind a write each time.
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
         // Curator tries each add once more if the connection is back before its retry: coord hears of 3 in at most 6
         // tries. One more stays set, for an add that must not come.
-        CuratorFramework client = zk.newClientRetryingOnce(proxy);
-        for (int i = 0; i < 6 + 1; i++) {
-            proxy.breakOnNext(ZooDefs.OpCode.addWatch);
-        }
+        AddsBreaking breaking = addsBreaking(6 + 1);
+        ZooKeeperProxy proxy = breaking.proxy();
+        CuratorFramework client = breaking.client();
         ReentrantMutex mutex = new ReentrantMutex(client, path);
         MutexRequestCountTest.primeView(mutex);
 
@@ -275,11 +286,9 @@ class MutexViewTest {
         String path = ZooKeeperFixture.uniquePath("view-add-lost-newer");
         // A flapping network, on a client whose retries give up, can lose a view's adds just as a server before 3.6
         // would: three of them mark an older server, as above.
-        ZooKeeperProxy proxy = zk.ensemble().proxy(zk.ensemble().servers().get(0));
-        CuratorFramework client = zk.newClientRetryingOnce(proxy);
-        for (int i = 0; i < 6; i++) {
-            proxy.breakOnNext(ZooDefs.OpCode.addWatch);
-        }
+        AddsBreaking breaking = addsBreaking(6);
+        ZooKeeperProxy proxy = breaking.proxy();
+        CuratorFramework client = breaking.client();
         ReentrantMutex mutex = new ReentrantMutex(client, path);
         MutexRequestCountTest.primeView(mutex);
         await().until(() -> !ClientContext.of(client).usesViews());
