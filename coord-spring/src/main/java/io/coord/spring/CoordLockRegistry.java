@@ -204,11 +204,7 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
     @Override
     public <E extends Throwable> void executeLocked(Object lockKey, CheckedRunnable<E> work)
             throws E, InterruptedException {
-        Objects.requireNonNull(work, "work must not be null");
-        this.<Void, E>executeLocked(lockKey, () -> {
-            work.run();
-            return null;
-        });
+        executeLocked(lockKey, withNoResult(work));
     }
 
     /**
@@ -235,11 +231,15 @@ public final class CoordLockRegistry implements ExpirableLockRegistry, Renewable
     @Override
     public <E extends Throwable> void executeLocked(Object lockKey, Duration waitLockDuration, CheckedRunnable<E> work)
             throws E, InterruptedException, TimeoutException {
+        executeLocked(lockKey, waitLockDuration, withNoResult(work));
+    }
+
+    private static <E extends Throwable> CheckedCallable<Void, E> withNoResult(CheckedRunnable<E> work) {
         Objects.requireNonNull(work, "work must not be null");
-        this.<Void, E>executeLocked(lockKey, waitLockDuration, () -> {
+        return () -> {
             work.run();
             return null;
-        });
+        };
     }
 
     /** Runs {@code work} on a held lock, then unlocks; a failing work's exception wins over a failing unlock's. */
